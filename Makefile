@@ -1,0 +1,52 @@
+# faux — run `make help` for the list of targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON_SYS ?= python3
+VENV       := .venv
+PY         := $(VENV)/bin/python
+STAMP      := $(VENV)/.installed
+PROFILE    ?= quick
+
+# Data root: the caller's FAUX_DATA_DIR, else ../shared/data when present, else ./data.
+ifeq ($(strip $(FAUX_DATA_DIR)),)
+  ifneq ($(wildcard ../shared/data),)
+    FAUX_DATA_DIR := $(abspath ../shared/data)
+  else
+    FAUX_DATA_DIR := $(abspath data)
+  endif
+endif
+export FAUX_DATA_DIR
+export OMP_NUM_THREADS ?= 1
+export PYTHONWARNINGS ?= ignore::DeprecationWarning
+
+.PHONY: help install test test-full lint bench clean fig8 table1 fig4 table3 table4 fig5 fig11 all wandb-sync
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-12s %s\n", $$1, $$2}'
+	@echo "  (PROFILE=quick|paper for the table/figure targets; data root: $(FAUX_DATA_DIR))"
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install faux with its pinned dependencies (no-op when done)
+
+test: install ## run the fast test suite (pytest -m "not slow")
+	$(PY) -m pytest -m "not slow" -q
+
+test-full: install ## run every test, the slow sweeps included
+	$(PY) -m pytest -q
+
+lint: install ## ruff over src, tests, scripts, bench
+	$(VENV)/bin/ruff check src tests scripts bench
+
+bench: install ## speed ratios of the scorers and training loop (prints name: value lines)
+	$(PY) bench/scorers.py
+
+fig8: install ## Figure 8: IFS histograms by bias (outputs/figures/fig8.png, outputs/results/fig8.csv)
+	$(PY) -m faux.run experiment=fig8 profile=$(PROFILE)
+
+clean: ## remove outputs (runs, results, figures, cache); never the data root
+	rm -rf outputs/* .pytest_cache

@@ -1,0 +1,130 @@
+"""Hydra entry point: ``python -m faux.run [overrides]``; one job = one cell of a table.
+
+Hydra stays here: the config is resolved to plain dicts and handed to a job function
+``faux.jobs.<job>.run(cfg: dict, out_dir: Path, log) -> dict`` that returns metrics.
+Each job writes ``result.json`` (config, config hash, metrics, timings) into its folder.
+A job whose folder already holds a finished ``result.json`` with the same config hash is
+skipped, so rerunning an interrupted sweep into the same folder completes only what is
+missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from faux.errors import FauxError
+
+log = logging.getLogger("faux.run")
+
+#: config keys that do not change what a job computes (left out of the config hash)
+_VOLATILE = ("paths", "hydra", "logger", "launcher", "trainer.accelerator")
+
+
+def plain_config(cfg: DictConfig) -> dict:
+    """The resolved config as plain containers, without Hydra's own node."""
+    return OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+
+
+def config_hash(cfg: dict) -> str:
+    """A stable hash of what the job computes: the config less paths, logging and launcher."""
+    c = json.loads(json.dumps(cfg, default=str))
+    for key in _VOLATILE:
+        node, *rest = key.split(".")
+        if rest and isinstance(c.get(node), dict):
+            c[node].pop(rest[0], None)
+        elif not rest:
+            c.pop(node, None)
+    blob = json.dumps(c, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def finished(out_dir: Path, chash: str) -> dict | None:
+    """The stored result of a finished job with this config hash, else None."""
+    path = out_dir / "result.json"
+    try:
+        res = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return res if res.get("config_hash") == chash and res.get("status") == "ok" else None
+
+
+def write_json_atomic(path: Path, obj: dict) -> None:
+    tmp = path.with_suffix(".json.part")
+    tmp.write_text(json.dumps(obj, indent=2, default=float))
+    tmp.replace(path)
+
+
+def _make_logger(cfg: DictConfig):
+    if "logger" not in cfg or cfg.logger is None:
+        return None
+    return hydra.utils.instantiate(cfg.logger)
+
+
+def execute(cfg: DictConfig) -> dict:
+    """Run one job for a composed config (what ``main`` does, without Hydra's wrapper)."""
+    import pytorch_lightning as pl
+    import torch
+
+    out_dir = Path(cfg.paths.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plain = plain_config(cfg)
+    chash = config_hash(plain)
+    done = finished(out_dir, chash)
+    if done is not None:
+        log.info("job already finished (config %s) in %s: skipped", chash, out_dir)
+        return done
+    torch.set_num_threads(max(1, int(__import__("os").environ.get("OMP_NUM_THREADS", "1"))))
+    pl.seed_everything(int(cfg.seed), workers=True, verbose=False)
+    job = importlib.import_module(f"faux.jobs.{cfg.job}")
+    t0 = time.perf_counter()
+    metrics = job.run(plain, out_dir, log.info)
+    wall = time.perf_counter() - t0
+    result = {"status": "ok", "job": cfg.job, "config_hash": chash, "config": plain,
+              "metrics": metrics, "timings": {"wall_s": wall}}
+    logger = _make_logger(cfg)
+    if logger is not None:
+        scalars = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
+        logger.log_hyperparams({"config_hash": chash, **_flatten(plain)})
+        logger.log_metrics({**scalars, "wall_s": wall})
+        logger.finalize("success")
+        if type(logger).__name__ == "WandbLogger":
+            import wandb
+
+            wandb.finish()
+    write_json_atomic(out_dir / "result.json", result)
+    return result
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        elif isinstance(v, (int, float, str, bool)) or v is None:
+            out[key] = v
+        else:
+            out[key] = str(v)
+    return out
+
+
+@hydra.main(version_base="1.3", config_path="../../conf", config_name="config")
+def main(cfg: DictConfig) -> None:
+    try:
+        execute(cfg)
+    except FauxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
