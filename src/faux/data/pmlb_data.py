@@ -47,20 +47,29 @@ def pmlb_path(name: str, root=None) -> Path:
 
 def _download(name: str, path: Path) -> None:
     """Fetch ``name`` from PMLB's repository into ``path`` (tries ``_deprecated_<name>`` too)."""
+    import io
+
     import pmlb
+    import requests
 
     errors = []
     for remote in (name, f"_deprecated_{name}"):
-        url = pmlb.get_dataset_url(pmlb.pmlb.GITHUB_URL, remote, pmlb.pmlb.suffix)
+        url = f"{pmlb.pmlb.GITHUB_URL}/{remote}/{remote}{pmlb.pmlb.suffix}"
         try:
-            df = pd.read_csv(url, sep="\t", compression="gzip")
+            resp = requests.get(url, timeout=60)
+            resp.raise_for_status()
+            df = pd.read_csv(io.BytesIO(resp.content), sep="\t", compression="gzip")
         except Exception as exc:  # network errors, 404s
             errors.append(f"{remote}: {type(exc).__name__}")
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".part")
-        df.to_csv(tmp, sep="\t", compression="gzip", index=False)
-        tmp.replace(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".part")
+            df.to_csv(tmp, sep="\t", compression="gzip", index=False)
+            tmp.replace(path)
+        except OSError as exc:
+            raise DataError(f"downloaded PMLB dataset '{name}' but cannot write {path} "
+                            f"({type(exc).__name__}); set FAUX_DATA_DIR to a writable folder") from None
         return
     raise DataError(
         f"PMLB dataset '{name}' is not at {path} and could not be downloaded "
@@ -74,6 +83,9 @@ def read_pmlb_frame(name: str, root=None, download: bool = True) -> pd.DataFrame
 
     path = pmlb_path(name, root)
     if not path.exists():
+        if name not in KNOWN_PMLB and name not in pmlb.dataset_names:
+            raise DataError(f"unknown dataset {name!r}: not a PMLB dataset and not at {path}; "
+                            f"known: {', '.join(KNOWN_PMLB)} (or any name in pmlb.dataset_names)")
         if not download:
             raise DataError(f"PMLB dataset '{name}' not found at {path}; set FAUX_DATA_DIR "
                             f"to a folder holding pmlb/{name}/{name}.tsv.gz")

@@ -1,0 +1,537 @@
+"""Real datasets with a protected attribute: Adult, Bank (UCI, as aif360 preprocesses them), SSL.
+
+All three are built with ``aif360.datasets.StandardDataset`` from a DataFrame read here, with
+the arguments aif360's own ``AdultDataset`` / ``BankDataset`` pass (those classes only read
+from inside the installed package). The steps, in order:
+
+1. read and check the raw file(s) (column count, numeric columns, label values);
+2. ``StandardDataset``: drop listed columns, drop rows with a missing value, one-hot encode
+   the categorical features on the WHOLE table (so a level seen only in the test split is a
+   column that is all zero in train), map the protected attribute(s) and the label to 0/1;
+3. remove the protected attribute ``c`` from the features (``c`` is never a column of ``X``);
+4. split rows into train / val / test (stratified on ``2*y + c`` when every stratum allows);
+5. standardise the continuous columns with the TRAIN split's mean and std (one-hot and other
+   0/1 columns are left as they are).
+
+Encodings (1 = aif360's "privileged" value; the label 1 is the positive class):
+
+* ``adult``: ``c = sex`` (1 = Male, 0 = Female); ``y = income > 50K``. aif360 also maps
+  ``race`` to a protected 0/1 column (1 = White); the paper protects only sex, so ``race``
+  stays in ``X`` as that 0/1 feature. Shape after aif360: 45,222 x 98 (race and sex included),
+  so ``X`` has 97 columns. ``fnlwgt`` is dropped (as aif360 does).
+* ``bank``: ``c = 1`` for ``age >= 25`` (the paper's "binarised at 25"; aif360 0.6.1's default
+  privileged group is ``25 <= age < 60``, which we do NOT use), ``y = (y == "yes")``.
+  Rows with an ``unknown`` value are dropped (aif360's ``na_values``). Shape after aif360:
+  30,488 x 57 (age included), so ``X`` has 56 columns; age itself is only in ``c``.
+* ``ssl``: Chicago Strategic Subject List, rows with race ``BLK`` or ``WHI`` only; ``c = 1``
+  for White, 0 for Black; ``y = 1`` for ``SSL SCORE >= 250`` (high risk; FlipTest keeps the score
+  as a regression target, a binary label needs a cut and 250 is mid-scale of 0..500). Features:
+  the 8 ``PREDICTOR RAT ...`` columns (age bands such as ``"20-30"`` become the band's lower
+  bound, ``"less than 20"`` -> 10, as FlipTest does) and ``SEX CODE CD`` one-hot.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import tempfile
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from faux.data.splits import check_fractions, split_indices
+from faux.errors import DataError
+from faux.paths import data_root
+
+REAL_DATASETS = ("adult", "bank", "ssl")
+
+UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases"
+ADULT_URLS = {"adult.data": f"{UCI}/adult/adult.data", "adult.test": f"{UCI}/adult/adult.test"}
+BANK_ZIP_URL = f"{UCI}/00222/bank-additional.zip"
+BANK_FILE = "bank-additional-full.csv"
+
+ADULT_COLUMNS = ("age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
+                 "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
+                 "hours-per-week", "native-country", "income-per-year")
+ADULT_NUMERIC = ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss",
+                 "hours-per-week")
+ADULT_LABELS = ("<=50K", ">50K", "<=50K.", ">50K.")
+ADULT_CATEGORICAL = ("workclass", "education", "marital-status", "occupation", "relationship",
+                     "native-country")
+
+BANK_COLUMNS = ("age", "job", "marital", "education", "default", "housing", "loan", "contact",
+                "month", "day_of_week", "duration", "campaign", "pdays", "previous", "poutcome",
+                "emp.var.rate", "cons.price.idx", "cons.conf.idx", "euribor3m", "nr.employed", "y")
+BANK_NUMERIC = ("age", "duration", "campaign", "pdays", "previous", "emp.var.rate",
+                "cons.price.idx", "cons.conf.idx", "euribor3m", "nr.employed")
+BANK_CATEGORICAL = ("job", "marital", "education", "default", "housing", "loan", "contact",
+                    "month", "day_of_week", "poutcome")
+BANK_AGE_THRESHOLD = 25
+
+SSL_SCORE = "SSL SCORE"
+SSL_AGE = "PREDICTOR RAT AGE AT LATEST ARREST"
+SSL_PREDICTORS = (SSL_AGE, "PREDICTOR RAT VICTIM SHOOTING INCIDENTS",
+                  "PREDICTOR RAT VICTIM BATTERY OR ASSAULT",
+                  "PREDICTOR RAT ARRESTS VIOLENT OFFENSES", "PREDICTOR RAT GANG AFFILIATION",
+                  "PREDICTOR RAT NARCOTIC ARRESTS", "PREDICTOR RAT TREND IN CRIMINAL ACTIVITY",
+                  "PREDICTOR RAT UUW ARRESTS")
+SSL_SEX = "SEX CODE CD"
+SSL_RACE = "RACE CODE CD"
+SSL_COLUMNS = (SSL_SCORE, *SSL_PREDICTORS, SSL_SEX, SSL_RACE)
+SSL_THRESHOLD = 250.0
+SSL_HINT = ("download the 'Strategic Subject List - Historical' export (dataset 4aki-r3np) "
+            "from the Chicago data portal and place it there")
+
+
+@dataclass(frozen=True, eq=False)
+class RealTable:
+    """The whole preprocessed table before splitting; ``X`` is float64 and NOT standardised."""
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    c: np.ndarray
+    feature_names: tuple[str, ...]
+    feature_groups: tuple[str, ...]
+    protected: str
+    categorical: tuple[str, ...]
+    continuous: tuple[str, ...]
+    c_labels: tuple[str, str]
+    y_labels: tuple[str, str]
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
+
+
+@dataclass(frozen=True, eq=False)
+class RealData:
+    """A split, encoded real dataset.
+
+    ``X_*`` float32 (continuous columns standardised with train statistics ``mean``/``scale``,
+    which are 0/1 for the other columns); ``y_*``, ``c_*`` int64 in {0, 1};
+    ``feature_groups[j]`` is the original feature of column ``j`` (a one-hot column maps to its
+    categorical feature); ``*_idx`` are the rows of the full table in each split.
+    ``c_labels = (meaning of c=0, meaning of c=1)``, likewise ``y_labels``.
+    """
+
+    name: str
+    X_train: np.ndarray
+    X_val: np.ndarray
+    X_test: np.ndarray
+    y_train: np.ndarray
+    y_val: np.ndarray
+    y_test: np.ndarray
+    c_train: np.ndarray
+    c_val: np.ndarray
+    c_test: np.ndarray
+    feature_names: tuple[str, ...]
+    feature_groups: tuple[str, ...]
+    protected: str
+    categorical: tuple[str, ...]
+    continuous: tuple[str, ...]
+    c_labels: tuple[str, str]
+    y_labels: tuple[str, str]
+    mean: np.ndarray
+    scale: np.ndarray
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+    test_idx: np.ndarray
+    seed: int
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X_train.shape[1])
+
+    @property
+    def continuous_idx(self) -> np.ndarray:
+        """Column indices of the standardised (continuous) features."""
+        cont = set(self.continuous)
+        return np.array([j for j, g in enumerate(self.feature_names) if g in cont], dtype=np.int64)
+
+
+# ----------------------------------------------------------------------------- raw files
+
+def raw_paths(name: str, root=None) -> list[Path]:
+    """The raw files a dataset is read from (for ``ssl``: the folder holding the CSV)."""
+    base = data_root(root)
+    if name == "adult":
+        return [base / "aif360" / "adult" / f for f in ADULT_URLS]
+    if name == "bank":
+        return [base / "aif360" / "bank" / BANK_FILE]
+    if name == "ssl":
+        return [base / "ssl"]
+    raise DataError(f"unknown real dataset {name!r}; choose one of {', '.join(REAL_DATASETS)}")
+
+
+def is_present(name: str, root=None) -> bool:
+    """Whether the raw file(s) of ``name`` exist locally (no download, no parsing)."""
+    if name == "ssl":
+        return bool(_ssl_candidates(raw_paths("ssl", root)[0]))
+    return all(p.is_file() for p in raw_paths(name, root))
+
+
+def _fetch(url: str, dest: Path, timeout: float = 60.0) -> None:
+    """Download ``url`` to ``dest`` atomically (tests replace this to forbid the network)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".part")
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp, open(tmp, "wb") as out:
+            shutil.copyfileobj(resp, out)
+        tmp.replace(dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _download_bank(dest: Path) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        zpath = Path(tmp) / "bank-additional.zip"
+        _fetch(BANK_ZIP_URL, zpath)
+        with zipfile.ZipFile(zpath) as zf:
+            member = next((m for m in zf.namelist() if m.endswith("/" + BANK_FILE)
+                           and "__MACOSX" not in m), None)
+            if member is None:
+                raise OSError(f"{BANK_FILE} not in the archive")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            part = dest.with_name(dest.name + ".part")
+            try:
+                with zf.open(member) as src, open(part, "wb") as out:
+                    shutil.copyfileobj(src, out)
+                part.replace(dest)
+            finally:
+                part.unlink(missing_ok=True)
+
+
+def _ensure_raw(name: str, root, download: bool) -> list[Path]:
+    paths = raw_paths(name, root)
+    for path in paths:
+        if path.is_file():
+            continue
+        url = ADULT_URLS.get(path.name, BANK_ZIP_URL)
+        if not download:
+            raise DataError(f"{name}: raw file {path.name} not found at {path}; set FAUX_DATA_DIR "
+                            f"or place the file there (source: {url})")
+        try:
+            if name == "bank":
+                _download_bank(path)
+            else:
+                _fetch(url, path)
+        except Exception as exc:  # offline, HTTP error, read-only data root, bad archive
+            why = str(exc).splitlines()[0][:120] if str(exc) else ""
+            raise DataError(f"{name}: raw file {path.name} not found at {path} and the download "
+                            f"from {url} failed ({type(exc).__name__}: {why}); set FAUX_DATA_DIR "
+                            f"or place the file there") from None
+    return paths
+
+
+def _read_csv(path: Path, **kw) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, **kw)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError,
+            OSError, EOFError) as exc:
+        why = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else ""
+        raise DataError(f"{path} is corrupt or truncated ({type(exc).__name__}: {why}); replace "
+                        f"it with a good copy (or delete it to re-download)") from None
+
+
+def _check_numeric(df: pd.DataFrame, columns, path: Path) -> None:
+    for col in columns:
+        if not pd.api.types.is_numeric_dtype(df[col]):
+            bad = pd.to_numeric(df[col], errors="coerce").isna() & df[col].notna()
+            example = df.loc[bad, col].iloc[0] if bad.any() else "?"
+            raise DataError(f"{path} is corrupt: column {col!r} has non-numeric values such as "
+                            f"{example!r}; replace it with a good copy")
+
+
+def _check_labels(values: pd.Series, valid, path: Path) -> None:
+    bad = ~values.isin(valid)
+    if bad.any():
+        example = values[bad].iloc[0]
+        raise DataError(f"{path} is corrupt or truncated: {int(bad.sum())} row(s) have label "
+                        f"{example!r} (expected one of {', '.join(valid)}); replace it with a "
+                        f"good copy")
+
+
+def read_adult_frame(root=None, download: bool = True) -> pd.DataFrame:
+    """The raw Adult table as aif360's ``AdultDataset`` reads it (test rows first, then train)."""
+    train_path, test_path = _ensure_raw("adult", root, download)
+    parts = []
+    for path, skip in ((test_path, 1), (train_path, 0)):  # adult.test starts with '|1x3 ...'
+        df = _read_csv(path, header=None, skiprows=skip, skipinitialspace=True, na_values=["?"])
+        if df.shape[1] != len(ADULT_COLUMNS):
+            raise DataError(f"{path} is corrupt: {df.shape[1]} columns, expected "
+                            f"{len(ADULT_COLUMNS)} (comma-separated UCI format); replace it")
+        df.columns = list(ADULT_COLUMNS)
+        _check_numeric(df, ADULT_NUMERIC, path)
+        _check_labels(df["income-per-year"], ADULT_LABELS, path)
+        parts.append(df)
+    return pd.concat(parts, ignore_index=True)
+
+
+def read_bank_frame(root=None, download: bool = True) -> pd.DataFrame:
+    """The raw Bank table as aif360's ``BankDataset`` reads it (``unknown`` as missing)."""
+    (path,) = _ensure_raw("bank", root, download)
+    df = _read_csv(path, sep=";", na_values=["unknown"])
+    if tuple(df.columns) != BANK_COLUMNS:
+        missing = [c for c in BANK_COLUMNS if c not in df.columns]
+        raise DataError(f"{path} is corrupt: {df.shape[1]} columns"
+                        f"{', missing ' + ', '.join(missing) if missing else ''}; expected the "
+                        f"21 ';'-separated columns of {BANK_FILE}; replace it")
+    _check_numeric(df, BANK_NUMERIC, path)
+    _check_labels(df["y"], ("no", "yes"), path)
+    return df
+
+
+def _ssl_candidates(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir()
+                  if p.is_file() and (p.name.endswith(".csv") or p.name.endswith(".csv.gz")))
+
+
+def ssl_path(root=None) -> Path:
+    """The one SSL CSV in ``<data root>/ssl/``."""
+    folder = raw_paths("ssl", root)[0]
+    found = _ssl_candidates(folder)
+    if not found:
+        raise DataError(f"no SSL CSV in {folder}; {SSL_HINT}")
+    if len(found) > 1:
+        raise DataError(f"several SSL CSVs in {folder} ({', '.join(p.name for p in found)}); "
+                        f"keep exactly one there")
+    return found[0]
+
+
+_AGE_LESS = re.compile(r"^(?:less than|under|<)\s*(\d+)$")
+_AGE_START = re.compile(r"^(\d+)\s*(?:-\s*\d+|\+|or more|and over|and older)?$")
+
+
+def ssl_age(value) -> float:
+    """An SSL age band as a number: the band's lower bound, ``"less than 20"`` -> 10."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return np.nan
+    if isinstance(value, int | float | np.integer | np.floating):
+        return float(value)
+    text = str(value).strip().lower()
+    if not text:
+        return np.nan
+    m = _AGE_LESS.match(text)
+    if m:
+        return float(m.group(1)) - 10.0
+    m = _AGE_START.match(text)
+    if m:
+        return float(m.group(1))
+    raise ValueError(text)
+
+
+def read_ssl_frame(root=None) -> pd.DataFrame:
+    """The SSL columns faux uses, numeric, rows of race BLK or WHI only."""
+    path = ssl_path(root)
+    header = _read_csv(path, nrows=0)
+    columns = {str(c).strip(): c for c in header.columns}
+    missing = [c for c in SSL_COLUMNS if c not in columns]
+    if missing:
+        raise DataError(f"SSL file {path} lacks column(s) {', '.join(repr(c) for c in missing)}; "
+                        f"use the portal export of dataset 4aki-r3np with its column names")
+    df = _read_csv(path, usecols=[columns[c] for c in SSL_COLUMNS], dtype=str,
+                   keep_default_na=True)
+    df.columns = [str(c).strip() for c in df.columns]
+    df = df[list(SSL_COLUMNS)]
+    for col in (SSL_SEX, SSL_RACE):
+        df[col] = df[col].str.strip()
+    df = df[df[SSL_RACE].isin(["BLK", "WHI"])].copy()
+    if df.empty:
+        raise DataError(f"SSL file {path} has no rows with {SSL_RACE} BLK or WHI; check the file")
+    try:
+        df[SSL_AGE] = df[SSL_AGE].map(ssl_age)
+    except ValueError as exc:
+        raise DataError(f"SSL file {path}: unreadable age band {str(exc)!r} in {SSL_AGE!r} "
+                        f"(expected e.g. 'less than 20', '20-30'); fix the file") from None
+    for col in (SSL_SCORE, *SSL_PREDICTORS[1:]):
+        num = pd.to_numeric(df[col].str.replace(",", "", regex=False).str.strip(),
+                            errors="coerce")
+        bad = num.isna() & df[col].notna() & (df[col].str.strip() != "")
+        if bad.any():
+            raise DataError(f"SSL file {path}: column {col!r} has non-numeric values such as "
+                            f"{df.loc[bad, col].iloc[0]!r}; fix the file")
+        df[col] = num
+    return df.reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------- preprocessing
+
+def _bank_privileged(age) -> bool:
+    return age >= BANK_AGE_THRESHOLD
+
+
+def _ssl_high_risk(score) -> bool:
+    return score >= SSL_THRESHOLD
+
+
+def _standard_dataset(df: pd.DataFrame, **kw):
+    """aif360's ``StandardDataset`` (its "Missing Data: n rows removed" line is kept quiet)."""
+    from aif360.datasets import StandardDataset
+
+    root_logger = logging.getLogger()
+    level = root_logger.level
+    root_logger.setLevel(logging.ERROR)
+    try:
+        return StandardDataset(df=df, **kw)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise DataError(f"aif360 could not preprocess the table ({type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0][:120] if str(exc) else ''}); check the raw "
+                        f"file") from None
+    finally:
+        root_logger.setLevel(level)
+
+
+def aif360_kwargs(name: str) -> dict:
+    """The ``StandardDataset`` arguments used for ``name`` (aif360's defaults, but see module doc)."""
+    if name == "adult":
+        return dict(label_name="income-per-year", favorable_classes=[">50K", ">50K."],
+                    protected_attribute_names=["race", "sex"],
+                    privileged_classes=[["White"], ["Male"]],
+                    categorical_features=list(ADULT_CATEGORICAL), features_to_keep=[],
+                    features_to_drop=["fnlwgt"], na_values=["?"])
+    if name == "bank":
+        return dict(label_name="y", favorable_classes=["yes"],
+                    protected_attribute_names=["age"], privileged_classes=[_bank_privileged],
+                    categorical_features=list(BANK_CATEGORICAL), features_to_keep=[],
+                    features_to_drop=[], na_values=["unknown"])
+    if name == "ssl":
+        return dict(label_name=SSL_SCORE, favorable_classes=_ssl_high_risk,
+                    protected_attribute_names=[SSL_RACE], privileged_classes=[["WHI"]],
+                    categorical_features=[SSL_SEX], features_to_keep=[], features_to_drop=[],
+                    na_values=[])
+    raise DataError(f"unknown real dataset {name!r}; choose one of {', '.join(REAL_DATASETS)}")
+
+
+_META = {
+    "adult": ("sex", ("Female", "Male"), ("income <=50K", "income >50K")),
+    "bank": ("age", (f"age < {BANK_AGE_THRESHOLD}", f"age >= {BANK_AGE_THRESHOLD}"),
+             ("no deposit", "deposit")),
+    "ssl": (SSL_RACE, ("Black (BLK)", "White (WHI)"),
+            (f"SSL score < {SSL_THRESHOLD:g}", f"SSL score >= {SSL_THRESHOLD:g}")),
+}
+
+
+def aif360_dataset(name: str, root=None, download: bool = True):
+    """The aif360 ``StandardDataset`` of ``name``, before ``c`` is removed and rows are split."""
+    if name == "adult":
+        df = read_adult_frame(root, download)
+    elif name == "bank":
+        df = read_bank_frame(root, download)
+    elif name == "ssl":
+        df = read_ssl_frame(root)
+    else:
+        raise DataError(f"unknown real dataset {name!r}; choose one of {', '.join(REAL_DATASETS)}")
+    return _standard_dataset(df, **aif360_kwargs(name))
+
+
+def _table_from_aif360(name: str, ds) -> RealTable:
+    protected, c_labels, y_labels = _META[name]
+    names = list(ds.feature_names)
+    kw = aif360_kwargs(name)
+    categorical = tuple(kw["categorical_features"])
+    keep = [j for j, n in enumerate(names) if n != protected]
+    X = np.asarray(ds.features, dtype=np.float64)[:, keep]
+    feature_names = tuple(names[j] for j in keep)
+    groups = []
+    for n in feature_names:
+        head = n.split("=", 1)[0]
+        groups.append(head if "=" in n and head in categorical else n)
+    continuous = tuple(n for j, n in enumerate(feature_names)
+                       if groups[j] == n and not np.isin(X[:, j], (0.0, 1.0)).all())
+    c = ds.protected_attributes[:, list(ds.protected_attribute_names).index(protected)]
+    y = ds.labels.ravel()
+    if not (np.isin(c, (0.0, 1.0)).all() and np.isin(y, (0.0, 1.0)).all()):
+        raise DataError(f"{name}: protected attribute or label is not 0/1 after preprocessing; "
+                        f"check the raw file")
+    if len(y) == 0:
+        raise DataError(f"{name}: no rows left after dropping missing values; check the raw file")
+    c_arr, y_arr = c.astype(np.int64), y.astype(np.int64)
+    for arr in (X, c_arr, y_arr):  # the table is cached and shared: keep it immutable
+        arr.setflags(write=False)
+    return RealTable(name=name, X=X, y=y_arr, c=c_arr, feature_names=feature_names,
+                     feature_groups=tuple(groups), protected=protected, categorical=categorical,
+                     continuous=continuous, c_labels=c_labels, y_labels=y_labels)
+
+
+_TABLES: dict[tuple, RealTable] = {}
+
+
+def _signature(name: str, root) -> tuple:
+    paths = [ssl_path(root)] if name == "ssl" else raw_paths(name, root)
+    sig = []
+    for p in paths:
+        st = p.stat() if p.is_file() else None
+        sig.append((str(p), st.st_size if st else -1, st.st_mtime_ns if st else -1))
+    return (name, *sig)
+
+
+def load_table(name: str, root=None, download: bool = True) -> RealTable:
+    """The whole preprocessed table (cached per file path, size and mtime; arrays read-only)."""
+    if name not in REAL_DATASETS:
+        raise DataError(f"unknown real dataset {name!r}; choose one of {', '.join(REAL_DATASETS)}")
+    if name != "ssl":
+        _ensure_raw(name, root, download)
+    key = _signature(name, root)
+    if key not in _TABLES:
+        _TABLES[key] = _table_from_aif360(name, aif360_dataset(name, root, download))
+    return _TABLES[key]
+
+
+def _split(table: RealTable, seed: int, val_frac: float, test_frac: float):
+    strata = 2 * table.y + table.c
+    try:
+        return split_indices(table.n_rows, seed, val_frac, test_frac, stratify=strata)
+    except DataError:  # a (y, c) stratum too small to stratify: plain random split
+        return split_indices(table.n_rows, seed, val_frac, test_frac, stratify=None)
+
+
+def split_table(table: RealTable, seed: int = 0, val_frac: float = 0.15,
+                test_frac: float = 0.15) -> RealData:
+    """Split ``table`` (stratified on ``2*y + c`` where possible), standardise on train."""
+    check_fractions(val_frac, test_frac)
+    tr, va, te = _split(table, seed, val_frac, test_frac)
+    for label, idx in (("train", tr), ("val", va), ("test", te)):
+        values = np.unique(table.c[idx])
+        if len(values) < 2:
+            raise DataError(f"{table.name}: protected attribute {table.protected!r} takes the "
+                            f"single value {values.tolist()} in the {label} split ({len(idx)} "
+                            f"rows, seed {seed}); try another seed or larger val_frac/test_frac")
+    cont = set(table.continuous)
+    cols = np.array([n in cont for n in table.feature_names], dtype=bool)
+    mean = np.zeros(table.n_features)
+    scale = np.ones(table.n_features)
+    if cols.any():
+        Xc = table.X[tr][:, cols]
+        mean[cols] = Xc.mean(axis=0)
+        std = Xc.std(axis=0)
+        scale[cols] = np.where(std > 0, std, 1.0)
+
+    def prep(idx):
+        return ((table.X[idx] - mean) / scale).astype(np.float32)
+
+    return RealData(
+        name=table.name, X_train=prep(tr), X_val=prep(va), X_test=prep(te),
+        y_train=table.y[tr].copy(), y_val=table.y[va].copy(), y_test=table.y[te].copy(),
+        c_train=table.c[tr].copy(), c_val=table.c[va].copy(), c_test=table.c[te].copy(),
+        feature_names=table.feature_names, feature_groups=table.feature_groups,
+        protected=table.protected, categorical=table.categorical, continuous=table.continuous,
+        c_labels=table.c_labels, y_labels=table.y_labels, mean=mean, scale=scale,
+        train_idx=tr, val_idx=va, test_idx=te, seed=int(seed))
+
+
+def load_real(name: str, seed: int = 0, root=None, val_frac: float = 0.15,
+              test_frac: float = 0.15, download: bool = True) -> RealData:
+    """Adult, Bank or SSL: split by ``seed``, one-hot encoded, standardised on train."""
+    return split_table(load_table(name, root, download), seed, val_frac, test_frac)
