@@ -1,0 +1,168 @@
+"""Conditional VAE over GMM-mode-encoded rows (paper A.7.3), conditioned on a binary label.
+
+The label enters encoder and decoder as one continuous float input, so the decoder can be
+differentiated with respect to it (LIC-UB) and evaluated at non-binary values (c = 0.5).
+The decoder outputs one softmax block per feature: every decoded row is a valid vector of
+mode probabilities (each block sums to 1, the row to the number of features).
+
+Decoding (see docs/decisions_synthetic.md): ``"softmax"`` returns the decoder's
+deterministic per-block softmax; ``"gumbel"`` returns a Gumbel-softmax relaxed sample of
+each block's mode, ``softmax((logits + g) / tau)``, where the Gumbel noise ``g`` is an
+explicit argument so a caller can reuse it for x, its counterfactual and derivatives.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+from torch import nn
+
+from faux.errors import ConfigError
+from faux.synth.encoding import block_bounds
+
+DECODINGS = ("gumbel", "softmax")
+
+
+def _mlp(d_in: int, hidden: int, depth: int, d_out: int) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    d = d_in
+    for _ in range(int(depth)):
+        layers += [nn.Linear(d, int(hidden)), nn.SiLU()]
+        d = int(hidden)
+    layers.append(nn.Linear(d, d_out))
+    return nn.Sequential(*layers)
+
+
+def block_softmax(logits: torch.Tensor, block_sizes) -> torch.Tensor:
+    """Softmax within each feature block of the last dimension."""
+    return torch.cat([torch.softmax(logits[..., a:b], dim=-1)
+                      for a, b in block_bounds(block_sizes)], dim=-1)
+
+
+def block_log_softmax(logits: torch.Tensor, block_sizes) -> torch.Tensor:
+    return torch.cat([torch.log_softmax(logits[..., a:b], dim=-1)
+                      for a, b in block_bounds(block_sizes)], dim=-1)
+
+
+def gumbel_noise(shape, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Standard Gumbel noise ``-log(-log U)``, float32."""
+    u = torch.rand(shape, generator=generator, dtype=torch.float64)
+    u = u.clamp(1e-12, 1 - 1e-12)
+    return (-torch.log(-torch.log(u))).float()
+
+
+class CVAE(pl.LightningModule):
+    """Encoder q(z | x, c) and decoder p(x | z, c) with per-feature categorical blocks."""
+
+    def __init__(self, block_sizes, hidden: int = 256, depth: int = 2, latent_dim: int = 8,
+                 beta: float = 1.0, lr: float = 1e-3):
+        super().__init__()
+        block_sizes = tuple(int(k) for k in block_sizes)
+        if not block_sizes or min(block_sizes) < 1:
+            raise ConfigError(f"CVAE block_sizes must be positive, got {block_sizes}")
+        if int(hidden) < 1 or int(depth) < 0 or int(latent_dim) < 1:
+            raise ConfigError(f"CVAE needs hidden >= 1, depth >= 0, latent_dim >= 1; got "
+                              f"hidden={hidden}, depth={depth}, latent_dim={latent_dim}")
+        if not (float(beta) >= 0):
+            raise ConfigError(f"CVAE beta must be >= 0, got {beta}")
+        self.save_hyperparameters()
+        self.block_sizes = block_sizes
+        self.dim = int(sum(block_sizes))
+        self.latent_dim = int(latent_dim)
+        self.beta = float(beta)
+        self.lr = float(lr)
+        self.encoder = _mlp(self.dim + 1, hidden, depth, 2 * self.latent_dim)
+        self.decoder = _mlp(self.latent_dim + 1, hidden, depth, self.dim)
+
+    @staticmethod
+    def _cond(c: torch.Tensor, n: int) -> torch.Tensor:
+        c = torch.as_tensor(c, dtype=torch.float32)
+        if c.ndim == 0:
+            c = c.expand(n)
+        return c.reshape(n, 1).float()
+
+    def encode(self, x: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.encoder(torch.cat([x, self._cond(c, x.shape[0])], dim=1))
+        mu, logvar = h.chunk(2, dim=1)
+        return mu, logvar.clamp(-12.0, 8.0)
+
+    def decode_logits(self, z: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        return self.decoder(torch.cat([z, self._cond(c, z.shape[0])], dim=1))
+
+    def decode(self, z: torch.Tensor, c: torch.Tensor, noise: torch.Tensor | None = None,
+               tau: float = 0.3) -> torch.Tensor:
+        """Decoded mode probabilities; with ``noise`` (Gumbel, shape (n, dim)) a relaxed sample."""
+        logits = self.decode_logits(z, c)
+        if noise is None:
+            return block_softmax(logits, self.block_sizes)
+        if not tau > 0:
+            raise ConfigError(f"Gumbel-softmax temperature tau must be > 0, got {tau}")
+        return block_softmax((logits + noise) / float(tau), self.block_sizes)
+
+    def loss_terms(self, x: torch.Tensor, c: torch.Tensor):
+        mu, logvar = self.encode(x, c)
+        z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
+        logp = block_log_softmax(self.decode_logits(z, c), self.block_sizes)
+        recon = -(x * logp).sum(dim=1).mean()
+        kl = 0.5 * (mu.pow(2) + logvar.exp() - 1.0 - logvar).sum(dim=1).mean()
+        return recon, kl
+
+    def training_step(self, batch, batch_idx):
+        x, c = batch
+        recon, kl = self.loss_terms(x, c)
+        loss = recon + self.beta * kl
+        self.log("train_loss", loss, on_epoch=True, on_step=False)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, c = batch
+        recon, kl = self.loss_terms(x, c)
+        self.log("val_loss", recon + self.beta * kl, on_epoch=True, prog_bar=False)
+        self.log("val_recon", recon, on_epoch=True)
+        self.log("val_kl", kl, on_epoch=True)
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=self.lr)
+
+    @torch.no_grad()
+    def kl_nats(self, x: torch.Tensor, c: torch.Tensor) -> float:
+        """Mean KL(q(z|x,c) || N(0, I)) in nats: near 0 means the posterior collapsed."""
+        mu, logvar = self.encode(x, c)
+        return float((0.5 * (mu.pow(2) + logvar.exp() - 1.0 - logvar).sum(dim=1)).mean())
+
+
+def train_cvae(x: np.ndarray, y: np.ndarray, block_sizes, *, hidden: int, depth: int,
+               latent_dim: int = 8, beta: float = 1.0, lr: float = 1e-3, epochs: int = 200,
+               max_steps: int | None = None, batch_size: int = 64, patience: int | None = 20,
+               val_fraction: float = 0.1, seed: int = 0) -> tuple[CVAE, dict]:
+    """Fit a CVAE on encoded rows ``x`` (float, n x dim) and labels ``y`` (0/1).
+
+    ``max_steps`` caps optimiser steps by lowering the epoch count (magic has 19k rows).
+    """
+    from faux.models.training import fit
+
+    x = np.asarray(x, dtype=np.float32)
+    y = np.asarray(y)
+    n = x.shape[0]
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    n_val = int(round(val_fraction * n)) if val_fraction > 0 else 0
+    val_idx, tr_idx = perm[:n_val], perm[n_val:]
+    n_tr = len(tr_idx)
+    epochs = int(epochs)
+    if max_steps is not None:
+        steps_per_epoch = math.ceil(n_tr / int(batch_size))
+        epochs = max(1, min(epochs, math.ceil(int(max_steps) / steps_per_epoch)))
+    torch.manual_seed(seed)
+    model = CVAE(block_sizes, hidden=hidden, depth=depth, latent_dim=latent_dim, beta=beta, lr=lr)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y.astype(np.float32))
+    val = (xt[val_idx], yt[val_idx]) if n_val > 0 else None
+    info = fit(model, (xt[tr_idx], yt[tr_idx]), val, max_epochs=epochs, patience=patience,
+               batch_size=batch_size, seed=seed)
+    info["max_epochs"] = epochs
+    info["kl_nats"] = model.kl_nats(xt, yt)
+    model.eval()
+    return model, info

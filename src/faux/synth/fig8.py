@@ -1,0 +1,212 @@
+"""Figure 8: the bias parameter provokes discrimination (paper A.7.1, A.7.6).
+
+For each fusion and bias a plain MLP target is trained on synthetic data of one pair; the
+ground-truth IFS ``|f(x) - f(x')|`` (probabilities) is measured on fresh test data; the
+histograms at each bias are drawn per fusion, and a CSV summarises them. The IFS threshold
+(``mean + k*std`` of the bias-0 target's IFS, same fusion) gives the positive rate.
+
+``python -m faux.synth.fig8 --quick`` runs a small version (the lead wires Hydra/make).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from faux.cache import Cache, torch_dumps, torch_loads
+from faux.errors import ConfigError
+from faux.synth.ground_truth import ifs, ifs_labels, ifs_threshold, positive_rate
+from faux.synth.reference import MLP, train_mlp
+from faux.synth.sampler import SyntheticGenerator
+
+log = logging.getLogger("faux.synth")
+
+FIG8_VERSION = 1
+CSV_COLUMNS = ["pair", "fusion", "bias", "ifs_mean", "ifs_median", "ifs_p95", "positive_rate",
+               "n"]
+
+#: quick profile: small CVAE step budgets so a cold cache finishes in minutes on 2 cores
+QUICK = {
+    "n_train": 5000, "n_test": 2000, "width": 64, "depth": 2, "epochs": 15,
+    "generator_cfgs": {"magic": {"max_steps": 1200}, "backache": {}},
+}
+
+
+def _target(gen: SyntheticGenerator, cache: Cache, *, fusion: str, bias: float, n_train: int,
+            width: int, depth: int, epochs: int, seed: int, train_seed: int):
+    """The MLP target of one (fusion, bias) cell, trained once and cached."""
+    key = {"what": "fig8_target", "version": FIG8_VERSION, "xc": gen.xc, "xy": gen.xy,
+           "gen_c": gen.gen_c.cfg, "gen_y": gen.gen_y.cfg, "gen_seed": gen.seed,
+           "decoding": gen.decoding, "tau": gen.tau, "fusion": fusion, "bias": float(bias),
+           "n_train": int(n_train), "width": int(width), "depth": int(depth),
+           "epochs": int(epochs), "data_seed": int(seed), "train_seed": int(train_seed)}
+
+    def build():
+        data = gen.sample(n_train, bias, fusion, seed=seed)
+        net = train_mlp(data.x, data.y, width=width, depth=depth, epochs=epochs,
+                        seed=train_seed, batch_size=128)
+        return {"state_dict": net.state_dict(), "d_in": data.dim}
+
+    obj = cache.get_or_build("fig8_target", key, build, dumps=torch_dumps, loads=torch_loads)
+    net = MLP(obj["d_in"], width, depth)
+    net.load_state_dict(obj["state_dict"])
+    return net.eval()
+
+
+def run_fig8(out_dir: Path, results_dir: Path, *, pair: tuple[str, str] = ("magic", "backache"),
+             n_train: int = 5000, n_test: int = 2000, biases=(0.0, 0.5, 1.0),
+             fusions=("outer", "concat"), width: int = 64, depth: int = 2, epochs: int = 15,
+             seed: int = 0, generator_cfgs: dict | None = None, k: float = 3.0,
+             cache_dir=None, decoding: str = "gumbel", tau: float = 0.3,
+             plot: bool = True) -> pd.DataFrame:
+    """Train a target per (fusion, bias), write ``fig8.csv`` and ``fig8.png``; return the table."""
+    biases = [float(b) for b in biases]
+    if not biases or any(not 0.0 <= b <= 1.0 for b in biases):
+        raise ConfigError(f"fig8 biases must be a non-empty list in [0, 1], got {biases}")
+    if len(pair) != 2:
+        raise ConfigError(f"pair must be (xc, xy), got {pair!r}")
+    gen = SyntheticGenerator(pair[0], pair[1], generator_cfgs=generator_cfgs,
+                             cache_dir=cache_dir, seed=seed, decoding=decoding, tau=tau)
+    cache = gen.cache
+    need = sorted(set(biases) | {0.0})
+    rows, hists = [], {}
+    for fi, fusion in enumerate(fusions):
+        values = {}
+        for bi, bias in enumerate(need):
+            cell_seed = 1000 * (seed + 1) + 100 * fi + bi
+            net = _target(gen, cache, fusion=fusion, bias=bias, n_train=n_train, width=width,
+                          depth=depth, epochs=epochs, seed=cell_seed, train_seed=seed)
+            test = gen.sample(n_test, bias, fusion, seed=cell_seed + 50)
+            values[bias] = ifs(net, test.x, test.x_cf, output="prob")
+        thr = ifs_threshold(values[0.0], k=k)
+        for bias in biases:
+            v = values[bias]
+            rows.append({"pair": f"{pair[0]}/{pair[1]}", "fusion": fusion, "bias": bias,
+                         "ifs_mean": float(v.mean()), "ifs_median": float(v.median()),
+                         "ifs_p95": float(torch.quantile(v.double(), 0.95)),
+                         "positive_rate": positive_rate(ifs_labels(v, thr)), "n": int(v.numel()),
+                         "threshold": thr})
+            hists[(fusion, bias)] = v.numpy()
+    df = pd.DataFrame(rows)
+    results_dir = Path(results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    df[CSV_COLUMNS + ["threshold"]].to_csv(results_dir / "fig8.csv", index=False)
+    if plot:
+        _plot(hists, list(fusions), biases, df, Path(out_dir) / "fig8.png", pair)
+    return df
+
+
+def _plot(hists, fusions, biases, df, path: Path, pair) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(len(fusions), len(biases), figsize=(3.2 * len(biases),
+                             2.6 * len(fusions)), squeeze=False, sharex=True)
+    top = max(float(np.max(v)) for v in hists.values()) or 1.0
+    bins = np.linspace(0.0, max(top, 1e-3), 41)
+    for i, fusion in enumerate(fusions):
+        for j, bias in enumerate(biases):
+            ax = axes[i][j]
+            ax.hist(hists[(fusion, bias)], bins=bins, color="tab:gray")
+            row = df[(df.fusion == fusion) & (df.bias == bias)].iloc[0]
+            ax.axvline(row.threshold, color="tab:red", lw=1, ls="--")
+            ax.set_yscale("log")
+            ax.set_title(f"{fusion}, bias = {bias:g}\nmean IFS {row.ifs_mean:.3f}, "
+                         f"pos. rate {row.positive_rate:.2f}", fontsize=8)
+            if i == len(fusions) - 1:
+                ax.set_xlabel("IFS = |f(x) - f(x')|", fontsize=8)
+    fig.suptitle(f"Figure 8: xc/xy = {pair[0]}/{pair[1]}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def lic_ub_scores(target: torch.nn.Module, x: torch.Tensor, dx_dc: torch.Tensor,
+                  output: str = "prob") -> torch.Tensor:
+    """``|∇_x f(x) · dx/dc|``: the first-order change of f under a change of c (LIC-UB's idea),
+    used here only to check which ``dx_dc`` (mid or observed) tracks the ground truth."""
+    x = x.clone().requires_grad_(True)
+    out = target(x)
+    out = torch.sigmoid(out) if output == "prob" else out
+    (grad,) = torch.autograd.grad(out.sum(), x)
+    return (grad * dx_dc).sum(1).abs().detach()
+
+
+def run_dxdc_check(*, pair=("magic", "backache"), n_train: int = 5000, n_test: int = 2000,
+                   biases=(0.5, 1.0), fusions=("outer", "concat"), width: int = 64,
+                   depth: int = 2, epochs: int = 15, seed: int = 0, generator_cfgs=None,
+                   k: float = 3.0, cache_dir=None) -> pd.DataFrame:
+    """AP of ``|∇f · dx/dc|`` against the IFS labels, with dx/dc at c = 0.5 and at the observed
+    c, for the Figure 8 targets (same cache keys, so a warm cache trains nothing)."""
+    from sklearn.metrics import average_precision_score
+
+    gen = SyntheticGenerator(pair[0], pair[1], generator_cfgs=generator_cfgs,
+                             cache_dir=cache_dir, seed=seed)
+    need = sorted(set(float(b) for b in biases) | {0.0})
+    rows = []
+    for fi, fusion in enumerate(fusions):
+        thr = None
+        for bi, bias in enumerate(need):
+            cell_seed = 1000 * (seed + 1) + 100 * fi + bi
+            net = _target(gen, gen.cache, fusion=fusion, bias=bias, n_train=n_train, width=width,
+                          depth=depth, epochs=epochs, seed=cell_seed, train_seed=seed)
+            v = None
+            for at in ("mid", "observed"):
+                test = gen.sample(n_test, bias, fusion, seed=cell_seed + 50, dxdc_at=at)
+                v = ifs(net, test.x, test.x_cf) if v is None else v
+                if bias == 0.0:
+                    thr = ifs_threshold(v, k=k)
+                    break
+                lab = ifs_labels(v, thr).numpy()
+                top = (v >= torch.quantile(v, 0.7)).long().numpy()
+                sc = lic_ub_scores(net, test.x, test.dx_dc).numpy()
+                rows.append({"pair": f"{pair[0]}/{pair[1]}", "fusion": fusion, "bias": bias,
+                             "dxdc_at": at, "positive_rate": float(lab.mean()),
+                             "ap": float(average_precision_score(lab, sc)) if lab.any() else
+                             float("nan"),
+                             "ap_top30": float(average_precision_score(top, sc))})
+    return pd.DataFrame(rows)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description="Figure 8: IFS histograms at bias 0, 0.5, 1")
+    ap.add_argument("--quick", action="store_true", help="small sizes (minutes on 2 cores)")
+    ap.add_argument("--xc", default="magic")
+    ap.add_argument("--xy", default="backache")
+    ap.add_argument("--figures", default="outputs/figures")
+    ap.add_argument("--results", default="outputs/results")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--dxdc-check", action="store_true",
+                    help="instead: AP of |grad f . dx/dc| with dx/dc at c=0.5 vs observed c")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    for name in ("pytorch_lightning", "lightning", "lightning.pytorch"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    kw = dict(QUICK) if args.quick else {"n_train": 20000, "n_test": 5000, "epochs": 40,
+                                         "generator_cfgs": {}}
+    cfgs = {k: v for k, v in kw.pop("generator_cfgs").items() if k in (args.xc, args.xy)}
+    t0 = time.perf_counter()
+    if args.dxdc_check:
+        kw.pop("biases", None)
+        out = run_dxdc_check(pair=(args.xc, args.xy), generator_cfgs=cfgs, seed=args.seed, **kw)
+        print(out.to_string(index=False))
+        print(f"dxdc check done in {time.perf_counter() - t0:.1f} s")
+        return
+    df = run_fig8(Path(args.figures), Path(args.results), pair=(args.xc, args.xy),
+                  generator_cfgs=cfgs, seed=args.seed, **kw)
+    print(df[CSV_COLUMNS].to_string(index=False))
+    print(f"fig8 done in {time.perf_counter() - t0:.1f} s -> {args.figures}/fig8.png, "
+          f"{args.results}/fig8.csv")
+
+
+if __name__ == "__main__":
+    main()

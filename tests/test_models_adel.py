@@ -1,0 +1,77 @@
+"""Adversarially fair model (Adel et al. 2019): it hides s from its hidden layer."""
+
+import pytest
+import torch
+
+from faux.errors import ConfigError, DataError
+from faux.models.adel import AdelSpec, train_adel
+from faux.models.mlp import train_mlp
+
+
+def _toy(n, seed):
+    """c leaks through x2; y depends on x1 and on c (so y correlates with c)."""
+    g = torch.Generator().manual_seed(seed)
+    c = (torch.rand(n, generator=g) < 0.5).float()
+    x1, x3 = torch.randn(n, generator=g), torch.randn(n, generator=g)
+    x2 = (2 * c - 1) + 0.5 * torch.randn(n, generator=g)
+    y = (x1 + 0.7 * (2 * c - 1) + 0.5 * torch.randn(n, generator=g) > 0).float()
+    return torch.stack([x1, x2, x3], 1), y, c
+
+
+def _probe(net, x, c, xv, cv):
+    """Accuracy of a fresh adversary trained afterwards on the frozen hidden layer."""
+    with torch.no_grad():
+        h, hv = net.hidden(x), net.hidden(xv)
+    _, info = train_mlp(h, c, hv, cv, width=16, depth=1, max_epochs=30, patience=5, seed=1,
+                        accelerator="cpu")
+    return info["accuracy"]
+
+
+def test_fair_hidden_layer_is_closer_to_chance_than_the_plain_one():
+    x, y, c = _toy(2000, 0)
+    xv, yv, cv = _toy(1000, 1)
+    kw = dict(width=32, depth=2, max_epochs=40, patience=5, seed=0, accelerator="cpu")
+    plain, _ = train_mlp(x, y, xv, yv, **kw)
+    fair, info = train_adel(x, y, c, xv, yv, cv, alpha_decay=0.85, **kw)
+    p_plain, p_fair = _probe(plain, x, c, xv, cv), _probe(fair.net, x, c, xv, cv)
+    chance = max(float(cv.mean()), 1 - float(cv.mean()))
+    assert p_plain > 0.9                        # the plain model's hidden layer reads c
+    assert p_fair < p_plain - 0.2 and p_fair - chance < 0.5 * (p_plain - chance)
+    assert info["accuracy"] > 0.6               # still predicts y
+    assert info["n_params"] == sum(p.numel() for p in fair.net.parameters())
+    assert 0 <= info["adv_accuracy"] <= 1 and info["adv_chance"] == pytest.approx(chance)
+    assert fair(xv).shape == (1000,)
+
+
+def test_without_adversary_it_is_the_plain_recipe():
+    x, y, c = _toy(300, 0)
+    kw = dict(width=8, depth=2, max_epochs=2, patience=None, seed=0, accelerator="cpu")
+    plain, _ = train_mlp(x, y, **kw)
+    fair, info = train_adel(x, y, c, alpha=0.0, n_adv=0, **kw)
+    for p, q in zip(plain.parameters(), fair.net.parameters()):
+        torch.testing.assert_close(p, q)
+
+
+def test_alpha_decays_exponentially_per_epoch():
+    x, y, c = _toy(200, 0)
+    _, info = train_adel(x, y, c, width=8, depth=1, max_epochs=4, patience=None,
+                         alpha=100.0, alpha_decay=0.5, n_adv=1, accelerator="cpu")
+    assert info["alpha_last"] == pytest.approx(100.0 * 0.5 ** 3)
+
+
+def test_bad_inputs():
+    x, y, c = _toy(100, 0)
+    with pytest.raises(ConfigError, match="depth"):
+        train_adel(x, y, c, depth=0)
+    with pytest.raises(DataError, match="single value"):
+        train_adel(x, y, torch.ones(100))
+    with pytest.raises(DataError, match="y_val and s_val"):
+        train_adel(x, y, c, x, y)
+    with pytest.raises(DataError, match="features"):
+        train_adel(x, y, c, x[:, :2], y, c)
+    with pytest.raises(ConfigError):
+        train_adel(x, y, c, alpha_decay=1.5)
+    bad = x.clone()
+    bad[0, 0] = float("nan")
+    with pytest.raises(DataError, match="NaN"):
+        AdelSpec(max_epochs=1).train(bad, y, c)
