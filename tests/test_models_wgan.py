@@ -38,7 +38,7 @@ def test_generators_recover_the_direction_of_the_shift(gans):
     assert info["n_params"] > info["n_params_generators"] > 0 and info["train_time_s"] > 0
 
 
-def test_critic_weights_stay_clipped_and_training_is_deterministic(gans):
+def test_training_is_deterministic(gans):
     x, c, spec, (g01, _, _) = gans
     g01b, _, _ = train_fliptest_gans(x, c, spec, seed=0, accelerator="cpu")
     with torch.no_grad():
@@ -61,8 +61,8 @@ def test_clipping_bounds_the_critic():
                                  seed=0), None, max_epochs=1, accelerator="cpu")
     for critic in (module.critic01, module.critic10):
         w = torch.cat([p.flatten() for p in critic.parameters()])
-        assert float(w.abs().max()) <= 0.003 + 1e-9
-    assert float(torch.cat([p.flatten() for p in module.gen01.parameters()]).abs().max()) > 0.003
+        assert float(w.detach().abs().max()) <= 0.003 + 1e-9
+    assert float(torch.cat([p.detach().flatten() for p in module.gen01.parameters()]).abs().max()) > 0.003
 
 
 def test_quality_metrics():

@@ -16,7 +16,19 @@ also keeps rows independent); each submodule's mode is restored afterwards. Rows
 processed in chunks of ``batch_size``. The dtype and device of ``x`` are kept; the models
 must already live on ``x``'s device with ``x``'s dtype (a clear error says otherwise).
 
-``output="prob"`` differentiates ``sigmoid(logit)``; ``"logit"`` the logit itself.
+``output="prob"`` differentiates ``sigmoid(logit)``; ``"logit"`` the logit itself. Internally a
+probability gradient is kept as ``sigma'(logit) * grad(logit)`` (a per-row factor times a
+logit-range vector), so confident rows (sigma' ~ 1e-30 in float32) neither underflow in
+squares nor lose digits; ``sigma'`` is computed as ``sigmoid(z) * sigmoid(-z)``.
+
+Numerical safety and what is returned
+-------------------------------------
+- fAux rows whose aux gradient vanishes score 0 (the pseudo-inverse of a zero Jacobian);
+  for k > 1 outputs, ``J^T (J J^T)^+`` uses an eigenvalue cut-off (``eps``), see
+  ``faux_from_gradients``. fAux+NG rows where either gradient is zero score 0.
+- Non-finite model outputs or gradients raise FauxError with the number of rows; so does a
+  non-finite score (an overflow of the dtype). An aux whose gradient is zero on every row
+  raises FauxError ("it ignores x; retrain it").
 
 Defaults (and why)
 ------------------

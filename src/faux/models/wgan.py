@@ -141,23 +141,28 @@ class FlipGAN(pl.LightningModule):
     def _direction(self, gen, critic, opt_g, opt_d, src, tgt):
         """One generator step after n_critic critic steps; src/tgt: (n_critic + 1, B, d)."""
         clip = self.spec.clip
+        params = list(critic.parameters())
+        b = src.shape[1]
         for k in range(self.spec.n_critic):
             with torch.no_grad():
                 fake = gen.forward_std(src[k])
-            loss_d = critic(fake).mean() - critic(tgt[k]).mean()
+            scores = critic(torch.cat([fake, tgt[k]]))     # one pass for fake and real
+            loss_d = scores[:b].mean() - scores[b:].mean()
             opt_d.zero_grad(set_to_none=True)
             loss_d.backward()
             opt_d.step()
             with torch.no_grad():
-                for p in critic.parameters():
-                    p.clamp_(-clip, clip)
+                torch._foreach_clamp_min_(params, -clip)
+                torch._foreach_clamp_max_(params, clip)
         z = src[-1]
+        critic.requires_grad_(False)                       # no critic gradients here
         out = gen.forward_std(z)
         transport = ((out - z) ** 2).sum(dim=1).mean()
         loss_g = -critic(out).mean() + self.spec.transport_weight * transport
         opt_g.zero_grad(set_to_none=True)
         loss_g.backward()
         opt_g.step()
+        critic.requires_grad_(True)
         return loss_d.detach(), loss_g.detach()
 
     def training_step(self, batch, batch_idx):
