@@ -110,3 +110,16 @@ def test_lightning_epoch_is_close_to_a_plain_loop():
     # goal 1.5 (measured ~1.1-1.3 on 2 shared cores); 2.0 leaves room for a loaded machine,
     # while the unoptimised loop (per-step self.log, automatic optimisation) measured 2.4
     assert lightning_epoch_over_plain_loop() < 2.0
+
+
+def test_warmup_epochs_delay_early_stopping():
+    g = torch.Generator().manual_seed(1)
+    x, xv = torch.randn(64, 6, generator=g), torch.randn(200, 6, generator=g)
+    t, tv = (torch.rand(64, generator=g) < 0.5).float(), (torch.rand(200, generator=g) < 0.5).float()
+    runs = {}
+    for warm in (0, 25):
+        torch.manual_seed(0)
+        module = BinaryClassifier(MLP(6, 128, 2), lr=1e-2)
+        runs[warm] = fit(module, (x, t), (xv, tv), max_epochs=200, patience=3, batch_size=16,
+                         accelerator="cpu", warmup_epochs=warm)
+    assert runs[0]["epochs"] < 25 <= runs[25]["epochs"] - 3

@@ -62,7 +62,7 @@ class FlipTest:
             raise DataError("FlipTest needs one binary protected attribute c of shape (n,)")
         self.gen01, self.gen10, self.info = train_fliptest_gans(
             x, c, self.spec, seed=seed, accelerator=self.accelerator)
-        xn, cn = x.double().numpy(), c.numpy().astype(int)
+        xn, cn = x.double().numpy(), c.numpy().astype(int)   # CPU tensors (as_features)
         self.group_clf = LogisticRegression(max_iter=1000).fit(xn, cn)
         self.info["group_acc"] = float(self.group_clf.score(xn, cn))
         self.d = x.shape[1]

@@ -145,6 +145,7 @@ class AdelModule(TabularModule):
 
     def train_minibatch(self, batch):
         opt, opt_adv = self.optimizers(use_pl_optimizer=False)
+        self.model.adversary.requires_grad_(False)     # frozen for the predictor's step
         l_y, l_adv = self._objective(batch)
         if self.cap:
             l_adv = torch.clamp(l_adv, max=self.h_s)
@@ -152,6 +153,7 @@ class AdelModule(TabularModule):
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        self.model.adversary.requires_grad_(True)
         if self.interleave:
             x, _y, s = batch
             with torch.no_grad():

@@ -202,10 +202,13 @@ class _WarmEarlyStopping(EarlyStopping):
         super().__init__(*args, **kwargs)
         self.warmup = int(warmup)
 
-    def _run_early_stopping_check(self, trainer) -> None:
-        if trainer.current_epoch < self.warmup:
-            return
-        super()._run_early_stopping_check(trainer)
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if trainer.current_epoch >= self.warmup:
+            super().on_validation_end(trainer, pl_module)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        if trainer.current_epoch >= self.warmup:
+            super().on_train_epoch_end(trainer, pl_module)
 
 
 _QUIET = ("pytorch_lightning", "lightning_fabric", "lightning.pytorch", "lightning.fabric")
@@ -225,6 +228,10 @@ def _quiet_and_restored_flags():
         with warnings.catch_warnings():
             # fit without validation data on a module that defines validation_step
             warnings.filterwarnings("ignore", message=".*no `val_dataloader`.*")
+            # we log once per epoch, never per step
+            warnings.filterwarnings("ignore", message=".*smaller than the logging interval.*")
+            # pytorch_lightning 2.6.6 with torch 2.13: internal deprecation, nothing to act on
+            warnings.filterwarnings("ignore", message=".*isinstance\\(treespec, LeafSpec\\).*")
             yield
     finally:
         for lg, lv in zip(loggers, levels):
@@ -298,9 +305,13 @@ def fit(module: pl.LightningModule, train: Sequence[torch.Tensor] | Iterable,
 # --------------------------------------------------------------------------- input checks
 
 def as_features(x, name: str = "x", d: int | None = None) -> torch.Tensor:
-    """``x`` as a finite float32 tensor of shape (n, d); DataError naming the fix otherwise."""
+    """``x`` as a finite float32 CPU tensor of shape (n, d); DataError naming the fix otherwise.
+
+    Training data live on the CPU; ``fit`` moves them to the training device once.
+    """
     if not isinstance(x, torch.Tensor):
         x = torch.as_tensor(np.asarray(x, dtype=np.float32))
+    x = x.detach().cpu()
     if x.ndim == 1:
         raise DataError(f"{name} has shape {tuple(x.shape)}; pass a 2-D (n, d) feature matrix "
                         "(use x.reshape(-1, 1) for a single feature)")
@@ -319,10 +330,10 @@ def as_features(x, name: str = "x", d: int | None = None) -> torch.Tensor:
 
 
 def as_binary(t, n: int, name: str) -> torch.Tensor:
-    """Binary labels (0/1) as a float32 tensor of shape (n,) or (n, k); DataError otherwise."""
+    """Binary labels (0/1) as a float32 CPU tensor, shape (n,) or (n, k); DataError otherwise."""
     if not isinstance(t, torch.Tensor):
         t = torch.as_tensor(np.asarray(t, dtype=np.float32))
-    t = t.float()
+    t = t.detach().cpu().float()
     if t.ndim == 2 and t.shape[1] == 1:
         t = t[:, 0]
     if t.ndim not in (1, 2) or t.shape[0] != n:
