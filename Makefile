@@ -45,6 +45,20 @@ lint: install ## ruff over src, tests, scripts, bench
 bench: install ## speed ratios of the scorers and training loop (prints name: value lines)
 	$(PY) bench/scorers.py
 
+SWEEP = outputs/$(1)/multiruns/$(PROFILE)
+# A sweep writes into a folder fixed per profile, so rerunning after an interruption finds
+# the finished jobs (same config hash) and runs only the missing ones.
+define sweep
+	$(PY) -m faux.run -m experiment=$(1) profile=$(PROFILE) hydra.sweep.dir=$(call SWEEP,$(1)) $(ARGS)
+endef
+
+table1: install ## Table 1: AP of 8 tests on 8 synthetic columns (outputs/results/table1.{csv,md,tex})
+	$(call sweep,table1)
+	$(PY) -m faux.aggregate $(call SWEEP,table1) --table table1 $(AGG_ARGS)
+
+wandb-sync: install ## upload offline W&B runs (needs network and `wandb login`)
+	@find outputs -type d -name 'offline-run-*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
+
 fig8: install ## Figure 8: IFS histograms by bias (outputs/figures/fig8.png, outputs/results/fig8.csv)
 	$(PY) -m faux.run experiment=fig8 profile=$(PROFILE)
 

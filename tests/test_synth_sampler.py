@@ -154,7 +154,8 @@ def test_bad_inputs(gen, tmp_path):
     with pytest.raises(ConfigError, match="decoding"):
         SyntheticGenerator("magic", "backache", decoding="argmax", cache_dir=tmp_path)
     with pytest.raises(DataError, match="unknown dataset|not found|could not be downloaded"):
-        SyntheticGenerator("magic", "no/such", generator_cfgs=CFGS, cache_dir=tmp_path)
+        SyntheticGenerator("magic", "no/such", generator_cfgs={"magic": TINY},
+                           cache_dir=tmp_path)
 
 
 def test_non_binary_label_is_rejected(tmp_path):

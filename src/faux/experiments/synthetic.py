@@ -70,6 +70,13 @@ def _mlp_loads(blob: bytes):
     return net.eval(), d["info"]
 
 
+def generator_overrides(cfg: dict, names) -> dict:
+    """Per-dataset CVAE overrides: the study's (per name), under the profile's (all names)."""
+    study = (cfg.get("study") or {}).get("generators") or {}
+    prof = (cfg.get("profile") or {}).get("generators") or {}
+    return {n: {**(study.get(n) or {}), **prof} for n in names if study.get(n) or prof}
+
+
 def generator_key(gen: SyntheticGenerator, gen_cfgs: dict | None) -> dict:
     cfgs = gen_cfgs or {}
     return {"version": GENERATOR_VERSION, "xc": gen.xc, "xy": gen.xy,
@@ -88,20 +95,20 @@ def cached_mlp(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, x_val, t
 
 
 def make_generator(col: Column, gen_cfgs: dict | None, gen_opts: dict | None, cache: Cache,
-                   seed: int = 0) -> SyntheticGenerator:
+                   seed: int = 0, root=None) -> SyntheticGenerator:
     o = dict(gen_opts or {})
     cfgs = {k: v for k, v in (gen_cfgs or {}).items() if k in (col.xc, col.xy)}
-    return SyntheticGenerator(col.xc, col.xy, cfgs, cache_dir=cache.root, seed=seed, **o)
+    return SyntheticGenerator(col.xc, col.xy, cfgs, cache_dir=cache.root, seed=seed, root=root, **o)
 
 
 def prepare_column(col: Column, *, sizes: dict, target_spec: MLPSpec, gen_cfgs: dict | None = None,
                    gen_opts: dict | None = None, seed: int = 0, k: float = 3.0,
                    output: str = "prob", cache: Cache | None = None,
-                   accelerator: str = "auto") -> PreparedColumn:
+                   accelerator: str = "auto", root=None) -> PreparedColumn:
     """Sample the column's data, train (or load) its target and bias-0 reference, label IFS."""
     cache = cache or Cache()
     t0 = time.perf_counter()
-    gen = make_generator(col, gen_cfgs, gen_opts, cache)
+    gen = make_generator(col, gen_cfgs, gen_opts, cache, root=root)
     t_gen = time.perf_counter() - t0
     n_tr, n_va, n_te = int(sizes["n_train"]), int(sizes["n_val"]), int(sizes["n_test"])
     base = int(seed) * 1000
@@ -171,7 +178,7 @@ def score_method(method: str, pc: PreparedColumn, run_seed: int, *, aux_spec: ML
         from faux.methods.fliptest import FlipTest
 
         ft = FlipTest(**(gan_kwargs or {})).fit(pc.train.x, pc.train.c, seed=run_seed)
-        s = ft.score(pc.target, x, pc.test.c)
+        s = ft.score(pc.target, x, c=pc.test.c)
         q = ft.quality(pc.val.x, pc.val.c)
         info.update(gan_ks=q["ks"], gan_mse=q["mse"])
     else:

@@ -11,8 +11,19 @@ from __future__ import annotations
 from hydra.utils import instantiate
 
 from faux.cache import Cache
-from faux.experiments.synthetic import Column, prepare_column, run_seeds, score_method
+from faux.experiments.synthetic import (
+    METHODS,
+    Column,
+    generator_overrides,
+    prepare_column,
+    run_seeds,
+    score_method,
+)
 from faux.metrics.ranking import ap_top_fraction, average_precision
+
+
+def _kwargs(node: dict) -> dict:
+    return {k: v for k, v in node.items() if k != "_target_"}
 
 
 def run(cfg: dict, out_dir, log) -> dict:
@@ -24,6 +35,10 @@ def run(cfg: dict, out_dir, log) -> dict:
         raise ConfigError(f"unknown column {name!r}; choose one of {', '.join(columns)}")
     col = Column(**columns[name])
     method = cfg["method"]
+    if method not in METHODS:
+        from faux.errors import ConfigError
+
+        raise ConfigError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     p = cfg["profile"]
     st = cfg["study"]
     cache = Cache(cfg["paths"]["cache_dir"])
@@ -31,15 +46,15 @@ def run(cfg: dict, out_dir, log) -> dict:
     target_spec = instantiate(cfg["model"]["target"])
     aux_spec = instantiate(cfg["model"]["aux"])
     pc = prepare_column(col, sizes=p["synth"], target_spec=target_spec,
-                        gen_cfgs=st.get("generators"), gen_opts=st.get("generator_options"),
+                        gen_cfgs=generator_overrides(cfg, (col.xc, col.xy)), gen_opts=st.get("generator_options"),
                         seed=cfg["seed"], k=st["threshold_k"], output=st["output"], cache=cache,
-                        accelerator=acc)
+                        accelerator=acc, root=cfg["paths"]["data_dir"])
     log(f"{name} ({col.xc}/{col.xy}, bias {col.bias}, {col.fusion}): positive rate "
         f"{pc.positive_rate:.3f}, target accuracy {pc.target_info['accuracy']:.3f}")
     aps, top30, facts = [], [], []
     for s in run_seeds(method, int(cfg["seed"]), int(p["runs"])):
         scores, info = score_method(method, pc, s, aux_spec=aux_spec, options=st["options"],
-                                    gan_kwargs=instantiate(cfg["model"]["gan"]).kwargs(),
+                                    gan_kwargs=_kwargs(cfg["model"]["gan"]),
                                     unfair_map_kwargs=st.get("unfair_map"), cache=cache,
                                     accelerator=acc)
         aps.append(average_precision(pc.labels, scores))

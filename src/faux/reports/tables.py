@@ -66,7 +66,6 @@ def build_table1(sweep, results_dir: Path, figures_dir: Path) -> Report:
             "n_runs": len(m["ap_runs"]), "positive_rate": m["positive_rate"],
             "threshold": m.get("threshold"), "ap_top30_mean": t30_mean, "ap_top30_std": t30_std,
             "aux_accuracy": _mean_std(m.get("aux_accuracy_runs") or [])[0],
-            "wall_s": res.get("timings", {}).get("wall_s"),
             "paper_ap_mean": paper[0] if paper else None,
             "paper_ap_std": paper[1] if paper else None,
         })

@@ -1,0 +1,503 @@
+"""The real-data study (paper Section 4.3, A.9-A.11): Fig. 4/10, Table 3 and Table 4.
+
+One call of :func:`run_real` handles one split of one dataset (Adult, Bank or SSL) and one
+seed, so every model is trained once and every method scores the same individuals:
+
+1. rows: the training split, subsampled to ``max_train_rows`` (seeded) when set; the
+   validation split for early stopping and probes; ``n_score`` individuals drawn (seeded)
+   from the test split are the ones every method scores, under both targets;
+2. models: an *unfair* target (plain MLP of y on x; c is never a column of x), a *fair*
+   target (Adel et al. 2019: predicts y while an adversary on its hidden layer is kept from
+   reading c), the aux model (Adel: predicts c while an adversary is kept from reading y;
+   A.11.2; a plain MLP when an ``MLPSpec`` is passed), FlipTest's two WGANs, and the
+   logistic-regression fair metric shared by FTA + lin. aux and Unfair Map;
+3. scores (Fig. 4/10): ``fta, fta_lin, unfair_map, fliptest, faux, faux_ng, faux_ig``
+   (plus named ``variants``: another option set of a gradient method), per individual,
+   for the unfair and the fair target; per method the AUROC of telling the unfair model's
+   scores from the fair model's (0.5 = no separation; below 0.5 = the fair model scores
+   higher) and the paired win rate (share of individuals scored higher under the unfair
+   model);
+4. transparency reports (Table 3, A.10): over the c = 0 individuals of the test split,
+   FlipTest's ``|mean(x - G01(x))|`` (eq. 39) and fAux's ``|mean grad f_aux(x)|`` (eq. 40)
+   and its NG/IG variants, one-hot columns averaged to their original feature; ground
+   truth: ``mutual_info_classif`` (Ross 2014) between each column and c on the training
+   rows, with ``discrete_features`` set for every non-continuous column (one-hot and other
+   0/1 columns), then averaged over one-hot columns like the scores; NDCG (scikit-learn)
+   of each report against it, and the mean NDCG of random rankings as a floor;
+5. costs (Table 4): parameters and training time of FlipTest (both generators and both
+   critics) and of the aux model (the predictor network; its adversary is reported apart).
+
+Facts about the two targets, for reading Fig. 4: test accuracy of y, demographic-parity
+gap on the test split, the Adel adversary's accuracy (fair model only), and for both models
+a *probe*: a fresh MLP trained on the model's last hidden layer to predict c (same probe,
+same data for both), its validation accuracy beside the majority rate. For Adult, also the
+mean |p(x) - p(x')| when ``relationship=Husband`` and ``relationship=Wife`` are swapped
+(a hand-made counterfactual along the strongest proxy of sex).
+
+Pure functions of arrays, modules and plain arguments; Hydra lives in
+``faux.jobs.real_cell``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from faux.data.real import RealData
+from faux.errors import ConfigError, DataError
+
+log_ = logging.getLogger("faux.experiments.real")
+
+METHODS = ("fta", "fta_lin", "unfair_map", "fliptest", "faux", "faux_ng", "faux_ig")
+GRADIENT_METHODS = ("fta", "faux", "faux_ng", "faux_ig")
+REPORT_METHODS = ("fliptest", "faux", "faux_ng", "faux_ig")
+MODELS = ("unfair", "fair")
+QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+#: hand-made counterfactual swaps (two one-hot columns exchanged) per dataset
+PROXY_SWAPS = {"adult": ("relationship=Husband", "relationship=Wife")}
+
+
+@dataclass(frozen=True)
+class RealSettings:
+    """Sizes and options of one real-data job (plain values; see ``conf/experiment/real``)."""
+
+    max_train_rows: int | None = None
+    n_score: int = 5000
+    max_epochs: int = 200
+    patience: int | None = 10
+    gan_steps: int = 20000
+    options: dict = field(default_factory=dict)         # faux.score options
+    variants: dict = field(default_factory=dict)        # name -> {method: ..., **options}
+    report_options: dict = field(default_factory=dict)  # faux_report options
+    unfair_map: dict = field(default_factory=dict)      # UnfairMap(**...)
+    fta_lin: dict = field(default_factory=dict)         # FTALin(**...)
+    probe: dict = field(default_factory=lambda: {"width": 32, "depth": 1})
+    n_random_rankings: int = 1000
+    gan_quality_rows: int | None = 2000   # validation rows for FlipTest's KS / MSE metrics
+    accelerator: str = "auto"
+
+    def __post_init__(self):
+        if self.max_train_rows is not None and int(self.max_train_rows) < 10:
+            raise ConfigError(f"max_train_rows must be null or >= 10, got {self.max_train_rows}")
+        if int(self.n_score) < 2:
+            raise ConfigError(f"n_score must be >= 2, got {self.n_score}")
+        for name, v in self.variants.items():
+            if name in METHODS or not isinstance(v, dict) or v.get("method") not in \
+                    GRADIENT_METHODS:
+                raise ConfigError(f"variant {name!r} must be a new name with "
+                                  f"method in {list(GRADIENT_METHODS)}; got {v!r}")
+
+    @property
+    def method_names(self) -> tuple[str, ...]:
+        return (*METHODS, *self.variants)
+
+
+@dataclass
+class RealResult:
+    metrics: dict                     # JSON-serialisable
+    arrays: dict[str, np.ndarray]     # per-individual scores etc. (npz beside result.json)
+
+
+# ----------------------------------------------------------------------------- rows
+
+
+def subsample(n: int, max_rows: int | None, seed: int) -> np.ndarray:
+    """Sorted indices of ``min(n, max_rows)`` rows drawn without replacement (all when None)."""
+    if max_rows is None or int(max_rows) >= n:
+        return np.arange(n)
+    rng = np.random.default_rng(int(seed))
+    return np.sort(rng.choice(n, size=int(max_rows), replace=False))
+
+
+def _check_groups(c: np.ndarray, what: str, name: str) -> None:
+    values = np.unique(c)
+    if values.size < 2:
+        raise DataError(f"{name}: the protected attribute takes the single value "
+                        f"{values.tolist()} in the {what} ({c.size} rows); raise "
+                        f"real.max_train_rows / real.n_score or use another seed")
+
+
+@dataclass
+class Rows:
+    x: np.ndarray
+    y: np.ndarray
+    c: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
+    c_val: np.ndarray
+    x_score: np.ndarray
+    y_score: np.ndarray
+    c_score: np.ndarray
+    score_idx: np.ndarray    # rows of the test split that are scored
+    x0: np.ndarray           # test rows with c = 0 (transparency reports)
+
+
+def select_rows(data: RealData, settings: RealSettings, seed: int) -> Rows:
+    """Training subsample, validation split, scored test individuals, c = 0 test rows."""
+    tr = subsample(len(data.y_train), settings.max_train_rows, seed)
+    te = subsample(len(data.y_test), settings.n_score, seed + 7919)
+    rows = Rows(data.X_train[tr], data.y_train[tr], data.c_train[tr], data.X_val,
+                data.y_val, data.c_val, data.X_test[te], data.y_test[te], data.c_test[te], te,
+                data.X_test[data.c_test == 0])
+    _check_groups(rows.c, "training subsample", data.name)
+    _check_groups(rows.c_val, "validation split", data.name)
+    if rows.x0.shape[0] == 0:
+        raise DataError(f"{data.name}: no test rows with c = 0 for the transparency reports; "
+                        f"use another seed or a larger test_frac")
+    return rows
+
+
+# ----------------------------------------------------------------------------- models
+
+
+@dataclass(frozen=True)
+class ModelSpecs:
+    """Specs of the four trained parts (Hydra nodes of conf/model/{target,fair,aux,gan})."""
+
+    target: object
+    fair: object
+    aux: object
+    gan: object
+
+
+def default_specs() -> ModelSpecs:
+    from faux.models.adel import AdelSpec
+    from faux.models.mlp import MLPSpec
+    from faux.models.wgan import GANSpec
+
+    return ModelSpecs(MLPSpec(), AdelSpec(), AdelSpec(), GANSpec())
+
+
+def _is_adel(spec) -> bool:
+    from faux.models.adel import AdelSpec
+
+    return isinstance(spec, AdelSpec)
+
+
+def _np_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(labels, scores)) if np.unique(labels).size == 2 else float("nan")
+
+
+def _logits(model: torch.nn.Module, x: np.ndarray) -> np.ndarray:
+    with torch.no_grad():
+        return model(torch.as_tensor(x)).reshape(len(x), -1)[:, 0].double().numpy()
+
+
+def _hidden(model: torch.nn.Module, x: np.ndarray) -> np.ndarray:
+    with torch.no_grad():
+        return model.hidden(torch.as_tensor(x)).numpy()
+
+
+def probe_accuracy(model: torch.nn.Module, rows: Rows, spec: dict, seed: int,
+                   max_epochs: int, patience, accelerator: str = "auto") -> float:
+    """Validation accuracy of a fresh MLP predicting c from the model's last hidden layer."""
+    from faux.models.mlp import MLPSpec
+
+    h, hv = _hidden(model, rows.x), _hidden(model, rows.x_val)
+    probe, info = MLPSpec(**spec).train(h, rows.c, hv, rows.c_val, seed=seed + 101,
+                                        max_epochs=max_epochs, patience=patience,
+                                        accelerator=accelerator)
+    return float(info["accuracy"])
+
+
+def proxy_swap(model: torch.nn.Module, data: RealData, x: np.ndarray) -> float | None:
+    """Mean |p(x) - p(x')| over rows holding either column of the dataset's swap pair."""
+    pair = PROXY_SWAPS.get(data.name)
+    if pair is None or not all(p in data.feature_names for p in pair):
+        return None
+    i, j = (data.feature_names.index(p) for p in pair)
+    sel = (x[:, i] == 1) | (x[:, j] == 1)
+    if not sel.any():
+        return None
+    xs = x[sel].copy()
+    xs[:, [i, j]] = xs[:, [j, i]]
+    p0 = 1 / (1 + np.exp(-_logits(model, x[sel])))
+    p1 = 1 / (1 + np.exp(-_logits(model, xs)))
+    return float(np.abs(p1 - p0).mean())
+
+
+def target_facts(model, info: dict, rows: Rows, data: RealData, settings: RealSettings,
+                 seed: int) -> dict:
+    """Accuracy, parity gap, probe, (Adel adversary), parameters and time of one target."""
+    xt, yt, ct = data.X_test, data.y_test, data.c_test
+    yhat = _logits(model, xt) > 0
+    out = {
+        "accuracy": float((yhat == yt).mean()),
+        "dp_gap": float(abs(yhat[ct == 1].mean() - yhat[ct == 0].mean())),
+        "probe_c_accuracy": probe_accuracy(model, rows, settings.probe, seed,
+                                           settings.max_epochs, settings.patience,
+                                           settings.accelerator),
+        "c_chance": float(max(rows.c_val.mean(), 1 - rows.c_val.mean())),
+        "n_params": int(info["n_params"]),
+        "train_time_s": float(info["train_time_s"]),
+        "epochs": int(info.get("epochs", -1)),
+        "best_epoch": int(info.get("best_epoch", -1)),
+    }
+    if "adv_accuracy" in info:
+        out["adv_accuracy"] = float(info["adv_accuracy"])
+        out["adv_chance"] = float(info["adv_chance"])
+    swap = proxy_swap(model, data, xt)
+    if swap is not None:
+        out["proxy_swap"] = swap
+    return out
+
+
+@dataclass
+class Trained:
+    unfair: torch.nn.Module
+    fair: torch.nn.Module
+    aux: torch.nn.Module
+    fliptest: object
+    fta_lin: object
+    unfair_map: object
+    facts: dict
+    timings: dict
+
+
+def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSettings, seed: int,
+              log: Callable[[str], None] = log_.info) -> Trained:
+    """Train both targets, the aux model, FlipTest's GANs and the linear fair metric."""
+    from dataclasses import replace
+
+    from faux.methods.fliptest import FlipTest
+    from faux.methods.fta_lin import FTALin
+    from faux.methods.unfair_map import UnfairMap
+
+    ep = {"max_epochs": int(settings.max_epochs), "patience": settings.patience,
+          "accelerator": settings.accelerator}
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    unfair, uinfo = specs.target.train(rows.x, rows.y, rows.x_val, rows.y_val, seed=seed, **ep)
+    timings["unfair_s"] = time.perf_counter() - t
+    if not _is_adel(specs.fair):
+        raise ConfigError("the fair model must be an Adel model (conf/model/fair/adel.yaml)")
+    t = time.perf_counter()
+    fair, finfo = specs.fair.train(rows.x, rows.y, rows.c, rows.x_val, rows.y_val, rows.c_val,
+                                   seed=seed, **ep)
+    timings["fair_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    if _is_adel(specs.aux):
+        aux, ainfo = specs.aux.train(rows.x, rows.c, rows.y, rows.x_val, rows.c_val,
+                                     rows.y_val, seed=seed, **ep)
+    else:
+        aux, ainfo = specs.aux.train(rows.x, rows.c, rows.x_val, rows.c_val, seed=seed, **ep)
+    timings["aux_s"] = time.perf_counter() - t
+    log(f"{data.name} seed {seed}: unfair acc {uinfo['accuracy']:.3f}, fair acc "
+        f"{finfo['accuracy']:.3f} (adversary {finfo['adv_accuracy']:.3f}, chance "
+        f"{finfo['adv_chance']:.3f}), aux acc {ainfo['accuracy']:.3f}")
+    t = time.perf_counter()
+    gan = replace(specs.gan, gen_steps=int(settings.gan_steps))
+    ft = FlipTest.from_spec(gan, accelerator=settings.accelerator).fit(rows.x, rows.c, seed=seed)
+    timings["fliptest_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    qi = subsample(len(rows.y_val), settings.gan_quality_rows, seed + 17)
+    quality = ft.quality(rows.x_val[qi], rows.c_val[qi])
+    timings["gan_quality_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    fl = FTALin(**settings.fta_lin).fit(rows.x, rows.c, seed=seed)
+    um = UnfairMap(**settings.unfair_map).fit(rows.x, rows.c, seed=seed)
+    timings["fair_metric_s"] = time.perf_counter() - t
+    log(f"{data.name} seed {seed}: FlipTest GANs {ft.info['n_params']} params, "
+        f"{ft.info['train_time_s']:.1f} s, KS {quality['ks']:.3f}")
+    t = time.perf_counter()
+    with torch.no_grad():
+        a_logit = _logits(aux, rows.x_val)
+    facts = {
+        "unfair": target_facts(unfair, uinfo, rows, data, settings, seed),
+        "fair": target_facts(fair, finfo, rows, data, settings, seed),
+        "aux": {"kind": "adel" if _is_adel(specs.aux) else "mlp",
+                "accuracy": float(ainfo["accuracy"]),
+                "auroc": _np_auc(rows.c_val, a_logit),
+                "c_chance": float(max(rows.c_val.mean(), 1 - rows.c_val.mean())),
+                "adv_accuracy": ainfo.get("adv_accuracy"), "adv_chance": ainfo.get("adv_chance"),
+                "n_params": int(ainfo["n_params"]),
+                "n_params_adv": int(ainfo.get("n_params_adv", 0)),
+                "train_time_s": float(ainfo["train_time_s"]),
+                "epochs": int(ainfo.get("epochs", -1))},
+        "fliptest": {"n_params": int(ft.info["n_params"]),
+                     "n_params_generators": int(ft.info["n_params_generators"]),
+                     "train_time_s": float(ft.info["train_time_s"]),
+                     "gen_steps": int(gan.gen_steps), "ks": float(quality["ks"]),
+                     "mse": float(quality["mse"]), "mse_real": float(quality["mse_real"])},
+    }
+    timings["facts_s"] = time.perf_counter() - t
+    return Trained(unfair, fair, aux, ft, fl, um, facts, timings)
+
+
+# ----------------------------------------------------------------------------- scores
+
+
+def score_one(method: str, target: torch.nn.Module, tr: Trained, rows: Rows,
+              options: dict) -> np.ndarray:
+    """Scores of one method for the scored individuals under ``target`` (float64, (n,))."""
+    from faux.methods.gradients import score
+
+    x = torch.as_tensor(rows.x_score)
+    if method in GRADIENT_METHODS:
+        s = score(method, target, tr.aux if method != "fta" else None, x, **options)
+    elif method == "fta_lin":
+        s = tr.fta_lin.score(target, x)
+    elif method == "unfair_map":
+        s = tr.unfair_map.score(target, x, rows.y_score)
+    elif method == "fliptest":
+        s = tr.fliptest.score(target, x, c=rows.c_score)
+    else:
+        raise ConfigError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    return torch.as_tensor(s).detach().reshape(-1).double().numpy()
+
+
+def summarise_pair(unfair: np.ndarray, fair: np.ndarray) -> dict:
+    """Quantiles of both models' scores, separation AUROC and paired win rate."""
+    from faux.metrics.ranking import separation_auroc
+
+    out = {}
+    for name, s in (("unfair", unfair), ("fair", fair)):
+        q = np.quantile(s, QUANTILES)
+        out[name] = {"mean": float(s.mean()), **{f"q{int(round(100 * p)):02d}": float(v)
+                                                 for p, v in zip(QUANTILES, q)}}
+        out[name]["median"] = out[name]["q50"]
+    out["auroc"] = separation_auroc(unfair, fair)
+    out["paired_win"] = float(np.mean(unfair > fair) + 0.5 * np.mean(unfair == fair))
+    return out
+
+
+def score_all(tr: Trained, rows: Rows, settings: RealSettings) -> tuple[dict, dict]:
+    """Per method: summaries (metrics) and the raw scores (arrays ``<method>__<model>``)."""
+    summaries, arrays = {}, {}
+    base = dict(settings.options)
+    jobs = [(m, m, base) for m in METHODS]
+    jobs += [(name, v["method"], {**base, **{k: w for k, w in v.items() if k != "method"}})
+             for name, v in settings.variants.items()]
+    for name, method, opts in jobs:
+        t = time.perf_counter()
+        s = {model: score_one(method, getattr(tr, model), tr, rows, opts) for model in MODELS}
+        elapsed = time.perf_counter() - t
+        for model in MODELS:
+            if not np.isfinite(s[model]).all():
+                raise ConfigError(f"{name}: non-finite scores for the {model} model")
+            arrays[f"{name}__{model}"] = s[model].astype(np.float32)
+        summaries[name] = {**summarise_pair(s["unfair"], s["fair"]), "score_s": elapsed}
+    return summaries, arrays
+
+
+# ----------------------------------------------------------------------------- Table 3
+
+
+def mutual_information(x: np.ndarray, c: np.ndarray, discrete: np.ndarray, seed: int,
+                       n_neighbors: int = 3) -> np.ndarray:
+    """Per-column MI (nats) between x and binary c (scikit-learn's Ross 2014 estimator)."""
+    from sklearn.feature_selection import mutual_info_classif
+
+    return mutual_info_classif(x, c, discrete_features=np.asarray(discrete, dtype=bool),
+                               n_neighbors=n_neighbors, random_state=int(seed))
+
+
+def discrete_mask(data: RealData) -> np.ndarray:
+    """True for every column that is not a standardised continuous feature."""
+    cont = set(data.continuous)
+    return np.array([n not in cont for n in data.feature_names], dtype=bool)
+
+
+def ranking_ndcg(scores: dict[str, float], relevance: dict[str, float]) -> float:
+    """NDCG (scikit-learn, all features) of a per-feature score against true relevances.
+
+    Both are dicts keyed by the original feature name; the score dict must cover them all.
+    """
+    from faux.metrics.ranking import ndcg
+
+    names = list(relevance)
+    missing = [n for n in names if n not in scores]
+    if missing:
+        raise DataError(f"feature score lacks {len(missing)} feature(s), e.g. {missing[0]!r}")
+    return ndcg([relevance[n] for n in names], [scores[n] for n in names])
+
+
+def random_ndcg(relevance: dict[str, float], n: int, seed: int) -> float:
+    """Mean NDCG of ``n`` uniformly random rankings (the floor to read Table 3 against)."""
+    from sklearn.metrics import ndcg_score
+
+    rel = np.asarray(list(relevance.values()), dtype=float)[None, :]
+    rng = np.random.default_rng(int(seed))
+    return float(np.mean([ndcg_score(rel, rng.random(rel.shape)) for _ in range(int(n))]))
+
+
+def transparency(tr: Trained, rows: Rows, data: RealData, settings: RealSettings,
+                 seed: int) -> dict:
+    """Feature reports (A.10), the MI ground truth, NDCGs and top features."""
+    from faux.methods.transparency import aggregate_groups, faux_report, fliptest_report
+
+    t = time.perf_counter()
+    mi_cols = mutual_information(rows.x, rows.c, discrete_mask(data), seed)
+    mi = aggregate_groups(mi_cols, data.feature_groups)
+    t_mi = time.perf_counter() - t
+    x0 = torch.as_tensor(rows.x0)
+    reports = {}
+    t = time.perf_counter()
+    g0 = tr.fliptest.counterparts(x0, torch.zeros(len(x0)))
+    reports["fliptest"] = aggregate_groups(fliptest_report(x0, g0), data.feature_groups)
+    for m in ("faux", "faux_ng", "faux_ig"):
+        r = faux_report(tr.aux, x0, method=m, **settings.report_options)
+        reports[m] = aggregate_groups(r, data.feature_groups)
+    t_rep = time.perf_counter() - t
+    ndcg = {m: ranking_ndcg(r, mi) for m, r in reports.items()}
+
+    def top(d, k=5):
+        return [n for n, _ in sorted(d.items(), key=lambda kv: -kv[1])[:k]]
+
+    return {"mi": mi, "reports": reports, "ndcg": ndcg,
+            "ndcg_random": random_ndcg(mi, settings.n_random_rankings, seed),
+            "top_mi": top(mi), "top": {m: top(r) for m, r in reports.items()},
+            "n_x0": int(len(x0)), "n_features": len(mi), "mi_s": t_mi, "reports_s": t_rep}
+
+
+# ----------------------------------------------------------------------------- the job body
+
+
+def run_real(data: RealData, specs: ModelSpecs | None = None,
+             settings: RealSettings | None = None, *, seed: int = 0,
+             log: Callable[[str], None] = log_.info) -> RealResult:
+    """Everything of one (dataset, seed): train, score, report (see the module docstring)."""
+    specs = specs or default_specs()
+    settings = settings or RealSettings()
+    t0 = time.perf_counter()
+    rows = select_rows(data, settings, seed)
+    tr = train_all(data, rows, specs, settings, seed, log)
+    t = time.perf_counter()
+    summaries, arrays = score_all(tr, rows, settings)
+    t_scores = time.perf_counter() - t
+    for name in settings.method_names:
+        s = summaries[name]
+        log(f"{data.name} seed {seed}: {name:16s} median unfair {s['unfair']['median']:.4g} "
+            f"fair {s['fair']['median']:.4g} AUROC {s['auroc']:.3f}")
+    t = time.perf_counter()
+    t3 = transparency(tr, rows, data, settings, seed)
+    t_t3 = time.perf_counter() - t
+    log(f"{data.name} seed {seed}: NDCG " + ", ".join(f"{m} {v:.3f}"
+                                                      for m, v in t3["ndcg"].items())
+        + f" (random {t3['ndcg_random']:.3f})")
+    arrays.update(score_idx=data.test_idx[rows.score_idx].astype(np.int64),
+                  y=rows.y_score.astype(np.int8), c=rows.c_score.astype(np.int8))
+    f = tr.facts
+    metrics = {
+        "dataset": data.name, "seed": int(seed), "protected": data.protected,
+        "n_train": int(len(rows.y)), "n_val": int(len(rows.y_val)),
+        "n_score": int(len(rows.y_score)), "n_columns": int(data.n_features),
+        "c_rate_train": float(rows.c.mean()), "y_rate_train": float(rows.y.mean()),
+        "models": f, "methods": summaries, "method_names": list(settings.method_names),
+        "table3": t3,
+        "table4": {"fliptest_params": f["fliptest"]["n_params"],
+                   "fliptest_time_s": f["fliptest"]["train_time_s"],
+                   "faux_params": f["aux"]["n_params"],
+                   "faux_params_adv": f["aux"]["n_params_adv"],
+                   "faux_time_s": f["aux"]["train_time_s"]},
+        "timings": {**tr.timings, "scores_s": t_scores, "table3_s": t_t3,
+                    "total_s": time.perf_counter() - t0},
+    }
+    return RealResult(metrics, arrays)
