@@ -7,6 +7,10 @@ VENV       := .venv
 PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.installed
 PROFILE    ?= quick
+LOGGER     ?= csv
+ifeq ($(LOGGER),wandb)
+  AGG_ARGS += --wandb
+endif
 
 # Data root: the caller's FAUX_DATA_DIR, else ../shared/data when present, else ./data.
 ifeq ($(strip $(FAUX_DATA_DIR)),)
@@ -49,7 +53,7 @@ SWEEP = outputs/$(1)/multiruns/$(PROFILE)
 # A sweep writes into a folder fixed per profile, so rerunning after an interruption finds
 # the finished jobs (same config hash) and runs only the missing ones.
 define sweep
-	$(PY) -m faux.run -m experiment=$(1) profile=$(PROFILE) hydra.sweep.dir=$(call SWEEP,$(1)) $(ARGS)
+	$(PY) -m faux.run -m experiment=$(1) profile=$(PROFILE) logger=$(LOGGER) hydra.sweep.dir=$(call SWEEP,$(1)) $(ARGS)
 endef
 
 table1: install ## Table 1: AP of 8 tests on 8 synthetic columns (outputs/results/table1.{csv,md,tex})

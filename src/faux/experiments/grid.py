@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 import math
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def _float(value) -> float | None:
 def _bias_problems(value) -> list[str]:
     v = _float(value)
     if v is None or not 0.0 <= v <= 1.0:
-        return [f"bias {value!r} is outside [0, 1]"]
+        return [f"bias {value} is outside [0, 1]"]
     return []
 
 
@@ -94,14 +95,14 @@ def _nonneg_int_problems(name: str):
     def check(value) -> list[str]:
         v = _float(value)
         return [] if v is not None and v >= 0 and v == int(v) else [
-            f"{name} {value!r} is not an integer >= 0"]
+            f"{name} {value} is not an integer >= 0"]
     return check
 
 
 def _nonneg_float_problems(name: str):
     def check(value) -> list[str]:
         v = _float(value)
-        return [] if v is not None and v >= 0 else [f"{name} {value!r} is not a number >= 0"]
+        return [] if v is not None and v >= 0 else [f"{name} {value} is not a number >= 0"]
     return check
 
 
@@ -142,8 +143,10 @@ def grid_problems(study: str, values: dict[str, Iterable]) -> list[str]:
 
 
 def refusal(study: str, problems: list[str], n_jobs: int | None = None) -> ConfigError:
-    jobs = f" of {n_jobs} jobs" if n_jobs else ""
-    return ConfigError(f"{study} grid refused, no job{jobs} started: " + "; ".join(problems)
+    """The one-line error naming every problem (``n_jobs`` given: a whole sweep refused)."""
+    what = (f"{study} grid refused, none of its {n_jobs} jobs started" if n_jobs is not None
+            else f"{study} job refused")
+    return ConfigError(f"{what}: " + "; ".join(problems)
                        + f" (known datasets: {', '.join(known_datasets())}; fix the overrides)")
 
 
@@ -217,11 +220,22 @@ class GridCheck(_Callback):
             raise ConfigError(f"unknown study {study!r}; choose one of {', '.join(RULES)}")
         self.study = study
 
-    def on_multirun_start(self, config, **kwargs) -> None:
+    def check(self, config) -> int:
+        """Raise ConfigError listing every bad value of the sweep; else the number of jobs."""
         values, n_jobs = sweep_values(config, RULES[self.study])
         probs = grid_problems(self.study, values)
         if probs:
             raise refusal(self.study, probs, n_jobs)
+        return n_jobs
+
+    def on_multirun_start(self, config, **kwargs) -> None:
+        # Hydra turns an exception raised by a callback into a warning and goes on launching
+        # the jobs; SystemExit is not an Exception, so it stops the sweep here.
+        try:
+            n_jobs = self.check(config)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
         log.info("%s grid: %d jobs; values checked", self.study, n_jobs)
 
 

@@ -183,8 +183,8 @@ def fig4_figure(dataset: str, results: list[dict], methods: list[str], aurocs: d
     for ax in axes.ravel()[n:]:
         ax.axis("off")
     seeds = len(results)
-    fig.suptitle(f"{DATASET_LABELS.get(dataset, dataset)} ({PROTECTED_LABELS.get(dataset, '')})"
-                 f": unfairness scores of the unfair (grey) and fair (blue) model; boxes "
+    protected = results[0]["metrics"].get("protected", "c") if results else "c"
+    fig.suptitle(f"{DATASET_LABELS.get(dataset, dataset)} (c = {protected}): unfairness scores of the unfair (grey) and fair (blue) model; boxes "
                  f"25-75 %, whiskers 5-95 %, {seeds} seed(s), {' / '.join(sorted(sources))}",
                  fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.94))
@@ -426,15 +426,14 @@ def _table4_md(frame: pd.DataFrame) -> str:
         r = f.loc[d]
         has_paper = "paper_params_ratio" in f.columns and pd.notna(r.get("paper_params_ratio"))
 
-        def pp(text: str, has_paper=has_paper) -> str:
-            return f" / {text}" if has_paper else ""
-
-        ft_p = pp(f"{r.get('paper_fliptest_params_k')} ± {r.get('paper_fliptest_params_k_std')} K")
-        fa_p = pp(f"{r.get('paper_faux_params_k')} ± {r.get('paper_faux_params_k_std')} K")
-        ra_p = pp(f"{r.get('paper_params_ratio', 0):.1f}×")
-        ft_t = pp(f"{r.get('paper_fliptest_time_s')} ± {r.get('paper_fliptest_time_s_std')} s")
-        fa_t = pp(f"{r.get('paper_faux_time_s')} ± {r.get('paper_faux_time_s_std')} s")
-        ra_t = pp(f"{r.get('paper_time_ratio', 0):.1f}×")
+        ft_p = fa_p = ra_p = ft_t = fa_t = ra_t = ""
+        if has_paper:
+            ft_p = f" / {r.paper_fliptest_params_k:g} ± {r.paper_fliptest_params_k_std:g} K"
+            fa_p = f" / {r.paper_faux_params_k:g} ± {r.paper_faux_params_k_std:g} K"
+            ra_p = f" / {r.paper_params_ratio:.1f}×"
+            ft_t = f" / {r.paper_fliptest_time_s:g} ± {r.paper_fliptest_time_s_std:g} s"
+            fa_t = f" / {r.paper_faux_time_s:g} ± {r.paper_faux_time_s_std:g} s"
+            ra_t = f" / {r.paper_time_ratio:.1f}×"
         out.append(f"| {DATASET_LABELS.get(d, d)} | # Parameters | "
                    f"{_k(r.fliptest_params_mean, r.fliptest_params_std)}{ft_p} | "
                    f"{_k(r.faux_params_mean, r.faux_params_std)} "
