@@ -58,6 +58,10 @@ GRADIENT_METHODS = ("fta", "faux", "faux_ng", "faux_ig")
 REPORT_METHODS = ("fliptest", "faux", "faux_ng", "faux_ig")
 MODELS = ("unfair", "fair")
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+#: offsets of each trained part's seed from the job's seed: the unfair target, the fair target
+#: and the aux model share an architecture, and the same seed would give them the same initial
+#: weights and mini-batch order, which could itself align their gradients
+SEED_OFFSETS = {"unfair": 0, "fair": 1000, "aux": 2000, "gan": 3000, "probe": 4000}
 #: hand-made counterfactual swaps (two one-hot columns exchanged) per dataset
 PROXY_SWAPS = {"adult": ("relationship=Husband", "relationship=Wife")}
 
@@ -76,7 +80,7 @@ class RealSettings:
     report_options: dict = field(default_factory=dict)  # faux_report options
     unfair_map: dict = field(default_factory=dict)      # UnfairMap(**...)
     fta_lin: dict = field(default_factory=dict)         # FTALin(**...)
-    probe: dict = field(default_factory=lambda: {"width": 32, "depth": 1})
+    probe: dict = field(default_factory=lambda: {"width": 32, "depth": 1, "max_epochs": 20})
     n_random_rankings: int = 1000
     gan_quality_rows: int | None = 2000   # validation rows for FlipTest's KS / MSE metrics
     accelerator: str = "auto"
@@ -114,12 +118,11 @@ def subsample(n: int, max_rows: int | None, seed: int) -> np.ndarray:
     return np.sort(rng.choice(n, size=int(max_rows), replace=False))
 
 
-def _check_groups(c: np.ndarray, what: str, name: str) -> None:
+def _check_groups(c: np.ndarray, what: str, name: str, fix: str) -> None:
     values = np.unique(c)
     if values.size < 2:
         raise DataError(f"{name}: the protected attribute takes the single value "
-                        f"{values.tolist()} in the {what} ({c.size} rows); raise "
-                        f"real.max_train_rows / real.n_score or use another seed")
+                        f"{values.tolist()} in the {what} ({c.size} rows); {fix}")
 
 
 @dataclass
@@ -144,8 +147,10 @@ def select_rows(data: RealData, settings: RealSettings, seed: int) -> Rows:
     rows = Rows(data.X_train[tr], data.y_train[tr], data.c_train[tr], data.X_val,
                 data.y_val, data.c_val, data.X_test[te], data.y_test[te], data.c_test[te], te,
                 data.X_test[data.c_test == 0])
-    _check_groups(rows.c, "training subsample", data.name)
-    _check_groups(rows.c_val, "validation split", data.name)
+    _check_groups(rows.c, "training subsample", data.name,
+                  "raise profile.real.max_train_rows or use another seed")
+    _check_groups(rows.c_val, "validation split", data.name,
+                  "raise real_study.val_frac or use another seed")
     if rows.x0.shape[0] == 0:
         raise DataError(f"{data.name}: no test rows with c = 0 for the transparency reports; "
                         f"use another seed or a larger test_frac")
@@ -195,16 +200,21 @@ def _hidden(model: torch.nn.Module, x: np.ndarray) -> np.ndarray:
         return model.hidden(torch.as_tensor(x)).numpy()
 
 
-def probe_accuracy(model: torch.nn.Module, rows: Rows, spec: dict, seed: int,
-                   max_epochs: int, patience, accelerator: str = "auto") -> float:
-    """Validation accuracy of a fresh MLP predicting c from the model's last hidden layer."""
+def probe(model: torch.nn.Module, rows: Rows, spec: dict, seed: int, max_epochs: int,
+          patience, accelerator: str = "auto") -> dict:
+    """A fresh MLP predicting c from the model's last hidden layer: validation accuracy and
+    AUROC (the AUROC stays informative when c is so imbalanced that accuracy is the majority
+    rate). ``spec``: MLPSpec fields; its ``max_epochs`` is capped by the argument, its
+    ``patience`` wins over it."""
     from faux.models.mlp import MLPSpec
 
+    spec = dict(spec)
+    ep = {"max_epochs": min(int(spec.pop("max_epochs", max_epochs)), int(max_epochs)),
+          "patience": spec.pop("patience", patience)}
     h, hv = _hidden(model, rows.x), _hidden(model, rows.x_val)
-    probe, info = MLPSpec(**spec).train(h, rows.c, hv, rows.c_val, seed=seed + 101,
-                                        max_epochs=max_epochs, patience=patience,
-                                        accelerator=accelerator)
-    return float(info["accuracy"])
+    net, info = MLPSpec(**spec).train(h, rows.c, hv, rows.c_val, seed=seed,
+                                      accelerator=accelerator, **ep)
+    return {"accuracy": float(info["accuracy"]), "auroc": _np_auc(rows.c_val, _logits(net, hv))}
 
 
 def proxy_swap(model: torch.nn.Module, data: RealData, x: np.ndarray) -> float | None:
@@ -231,15 +241,15 @@ def target_facts(model, info: dict, rows: Rows, data: RealData, settings: RealSe
     out = {
         "accuracy": float((yhat == yt).mean()),
         "dp_gap": float(abs(yhat[ct == 1].mean() - yhat[ct == 0].mean())),
-        "probe_c_accuracy": probe_accuracy(model, rows, settings.probe, seed,
-                                           settings.max_epochs, settings.patience,
-                                           settings.accelerator),
         "c_chance": float(max(rows.c_val.mean(), 1 - rows.c_val.mean())),
         "n_params": int(info["n_params"]),
         "train_time_s": float(info["train_time_s"]),
         "epochs": int(info.get("epochs", -1)),
         "best_epoch": int(info.get("best_epoch", -1)),
     }
+    pr = probe(model, rows, settings.probe, seed, settings.max_epochs, settings.patience,
+               settings.accelerator)
+    out["probe_c_accuracy"], out["probe_c_auroc"] = pr["accuracy"], pr["auroc"]
     if "adv_accuracy" in info:
         out["adv_accuracy"] = float(info["adv_accuracy"])
         out["adv_chance"] = float(info["adv_chance"])
@@ -274,27 +284,31 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
           "accelerator": settings.accelerator}
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    unfair, uinfo = specs.target.train(rows.x, rows.y, rows.x_val, rows.y_val, seed=seed, **ep)
+    sd = {k: int(seed) + v for k, v in SEED_OFFSETS.items()}
+    unfair, uinfo = specs.target.train(rows.x, rows.y, rows.x_val, rows.y_val, seed=sd["unfair"],
+                                       **ep)
     timings["unfair_s"] = time.perf_counter() - t
     if not _is_adel(specs.fair):
         raise ConfigError("the fair model must be an Adel model (conf/model/fair/adel.yaml)")
     t = time.perf_counter()
     fair, finfo = specs.fair.train(rows.x, rows.y, rows.c, rows.x_val, rows.y_val, rows.c_val,
-                                   seed=seed, **ep)
+                                   seed=sd["fair"], **ep)
     timings["fair_s"] = time.perf_counter() - t
     t = time.perf_counter()
     if _is_adel(specs.aux):
         aux, ainfo = specs.aux.train(rows.x, rows.c, rows.y, rows.x_val, rows.c_val,
-                                     rows.y_val, seed=seed, **ep)
+                                     rows.y_val, seed=sd["aux"], **ep)
     else:
-        aux, ainfo = specs.aux.train(rows.x, rows.c, rows.x_val, rows.c_val, seed=seed, **ep)
+        aux, ainfo = specs.aux.train(rows.x, rows.c, rows.x_val, rows.c_val, seed=sd["aux"],
+                                     **ep)
     timings["aux_s"] = time.perf_counter() - t
     log(f"{data.name} seed {seed}: unfair acc {uinfo['accuracy']:.3f}, fair acc "
         f"{finfo['accuracy']:.3f} (adversary {finfo['adv_accuracy']:.3f}, chance "
         f"{finfo['adv_chance']:.3f}), aux acc {ainfo['accuracy']:.3f}")
     t = time.perf_counter()
     gan = replace(specs.gan, gen_steps=int(settings.gan_steps))
-    ft = FlipTest.from_spec(gan, accelerator=settings.accelerator).fit(rows.x, rows.c, seed=seed)
+    ft = FlipTest.from_spec(gan, accelerator=settings.accelerator).fit(rows.x, rows.c,
+                                                                       seed=sd["gan"])
     timings["fliptest_s"] = time.perf_counter() - t
     t = time.perf_counter()
     qi = subsample(len(rows.y_val), settings.gan_quality_rows, seed + 17)
@@ -310,8 +324,8 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
     with torch.no_grad():
         a_logit = _logits(aux, rows.x_val)
     facts = {
-        "unfair": target_facts(unfair, uinfo, rows, data, settings, seed),
-        "fair": target_facts(fair, finfo, rows, data, settings, seed),
+        "unfair": target_facts(unfair, uinfo, rows, data, settings, sd["probe"]),
+        "fair": target_facts(fair, finfo, rows, data, settings, sd["probe"]),
         "aux": {"kind": "adel" if _is_adel(specs.aux) else "mlp",
                 "accuracy": float(ainfo["accuracy"]),
                 "auroc": _np_auc(rows.c_val, a_logit),

@@ -51,7 +51,7 @@ def settings_from(cfg: dict) -> RealSettings:
         options=dict(study.get("options") or {}), variants=dict(study.get("variants") or {}),
         report_options=dict(study.get("report_options") or {}),
         unfair_map=dict(study.get("unfair_map") or {}), fta_lin=dict(study.get("fta_lin") or {}),
-        probe=dict(study.get("probe") or {"width": 32, "depth": 1}),
+        probe=dict(study.get("probe") or {"width": 32, "depth": 1, "max_epochs": 20}),
         n_random_rankings=int(study.get("n_random_rankings", 1000)),
         gan_quality_rows=study.get("gan_quality_rows", 2000),
         accelerator=(cfg.get("trainer") or {}).get("accelerator", "auto"))

@@ -220,6 +220,8 @@ MODEL_FACTS = (
     ("unfair_accuracy", "unfair", "accuracy"), ("fair_accuracy", "fair", "accuracy"),
     ("fair_adv_accuracy", "fair", "adv_accuracy"), ("c_chance", "fair", "c_chance"),
     ("unfair_probe_c", "unfair", "probe_c_accuracy"), ("fair_probe_c", "fair", "probe_c_accuracy"),
+    ("unfair_probe_c_auroc", "unfair", "probe_c_auroc"),
+    ("fair_probe_c_auroc", "fair", "probe_c_auroc"),
     ("unfair_dp_gap", "unfair", "dp_gap"), ("fair_dp_gap", "fair", "dp_gap"),
     ("unfair_proxy_swap", "unfair", "proxy_swap"), ("fair_proxy_swap", "fair", "proxy_swap"),
     ("aux_accuracy", "aux", "accuracy"), ("aux_auroc", "aux", "auroc"),
@@ -275,6 +277,8 @@ def _models_md(models: pd.DataFrame) -> str:
         "fair_adv_accuracy": "fair model: its adversary's c accuracy",
         "c_chance": "c majority rate", "unfair_probe_c": "unfair model: probe c accuracy",
         "fair_probe_c": "fair model: probe c accuracy",
+        "unfair_probe_c_auroc": "unfair model: probe c AUROC",
+        "fair_probe_c_auroc": "fair model: probe c AUROC",
         "unfair_dp_gap": "unfair model: parity gap", "fair_dp_gap": "fair model: parity gap",
         "unfair_proxy_swap": "unfair model: proxy swap |Δp|",
         "fair_proxy_swap": "fair model: proxy swap |Δp|",
@@ -390,6 +394,8 @@ def _table4_frame(rs: RealSweep) -> pd.DataFrame:
         for key in ("fliptest_params", "faux_params", "faux_params_adv", "fliptest_time_s",
                     "faux_time_s"):
             row[f"{key}_mean"], row[f"{key}_std"] = _ms([t[key] for t in t4])
+        row["plain_mlp_time_s_mean"], row["plain_mlp_time_s_std"] = _ms(
+            [r["metrics"]["models"]["unfair"]["train_time_s"] for r in rs.of(d)])
         row["params_ratio"] = row["fliptest_params_mean"] / row["faux_params_mean"]
         row["time_ratio"] = row["fliptest_time_s_mean"] / row["faux_time_s_mean"]
         row["gan_steps"] = rs.of(d)[0]["metrics"]["models"]["fliptest"]["gen_steps"]
@@ -444,6 +450,11 @@ def _table4_md(frame: pd.DataFrame) -> str:
                    f"{r.time_ratio:.1f}×{ra_t} |\n")
     steps = ", ".join(f"{DATASET_LABELS.get(d, d)} {int(f.loc[d, 'gan_steps'])}" for d in order)
     out.append(f"\nFlipTest generator steps: {steps} (the reference uses 20,000).\n")
+    plain = ", ".join(f"{DATASET_LABELS.get(d, d)} "
+                      f"{_sec(f.loc[d, 'plain_mlp_time_s_mean'], f.loc[d, 'plain_mlp_time_s_std'])}"
+                      for d in order)
+    out.append(f"For reference, the plain MLP of the same size (the unfair target, no adversary, "
+               f"early stopping from epoch 1) trained in: {plain}.\n")
     return "".join(out)
 
 

@@ -1,0 +1,446 @@
+"""Figures of the Section 4.4 sweeps from job results: Fig. 5 (fAux's PR curves pooled by
+bias, aux accuracy and target-gradient magnitude) and Fig. 11 (FlipTest's AP against its
+GANs' KS and MSE).
+
+``build_fig5(sweep, results_dir, figures_dir)`` reads each fig5 job's ``records.npz`` (per
+test individual: the scores of faux, faux_ng and faux_ig, the IFS label, the IFS and
+``|grad f_tar|``; per job: bias, aux accuracy), pools the individuals of every job and
+computes, for each method and each bin of each panel, the pooled PR curve, its AP, the
+positive rate (the random-guess precision) and the mean of the per-job APs (scale-free:
+pooled AP compares scores of different jobs with each other, which only a bounded score
+such as fAux+NG's |cosine| makes meaningful). Panels:
+
+- ``bias``: one bin per bias level of the sweep;
+- ``aux_accuracy``: the jobs split at the quartiles of their aux models' validation accuracy;
+- ``target_gradient``: the individuals split at the 25/50/75/95% quantiles of their
+  target-gradient norm, so the top bin holds the 5% largest ("extremely large") gradients.
+
+Writes ``fig5.csv`` (``panel,bin,ap,positive_rate,n,method,lo,hi,n_jobs,ap_job_mean``),
+``fig5.md`` and ``fig5.png`` (fAux+NG's curves, ``PLOTTED``).
+
+``build_fig11`` writes one row per fig11 job (λ, GAN seed, AP, KS, MSE) to ``fig11.csv``,
+the Pearson and Spearman correlations of AP with KS and with MSE to ``fig11.md``, and
+``fig11.png`` (AP against KS and against MSE, coloured by λ).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from faux.reports.tables import Report
+
+METHODS = ("faux", "faux_ng", "faux_ig")
+PLOTTED = "faux_ng"
+LABELS = {"faux": "fAux", "faux_ng": "fAux+NG", "faux_ig": "fAux+IG"}
+AUX_QUANTILES = (0.0, 0.25, 0.5, 0.75, 1.0)
+GRAD_QUANTILES = (0.0, 0.25, 0.5, 0.75, 0.95, 1.0)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _overrides(job_dir) -> str:
+    try:
+        import yaml
+
+        return " ".join(yaml.safe_load((Path(job_dir) / ".hydra" / "overrides.yaml").read_text()))
+    except Exception:
+        return Path(job_dir).name
+
+
+def _unfinished(sweep, report: Report) -> None:
+    from faux.aggregate import job_log
+
+    for d in sweep.unfinished:
+        report.missing.append((f"job {_overrides(d)}", f"unfinished; log: {job_log(d)}"))
+
+
+def _ap(labels: np.ndarray, scores: np.ndarray) -> float:
+    from faux.metrics.ranking import average_precision
+
+    if labels.size == 0:
+        return float("nan")
+    return average_precision(labels, scores)
+
+
+def quantile_bins(values: np.ndarray, quantiles) -> tuple[np.ndarray, list[tuple[float, float]]]:
+    """Bin index of each value for bins between the given quantiles (last bin closed), and
+    the ``(lo, hi)`` of each non-empty bin; duplicate edges (ties) are merged."""
+    v = np.asarray(values, dtype=float)
+    edges = np.unique(np.quantile(v, quantiles)) if v.size else np.array([0.0, 0.0])
+    if edges.size < 2:
+        edges = np.array([edges[0], edges[0]])
+    idx = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, edges.size - 2)
+    return idx, [(float(edges[i]), float(edges[i + 1])) for i in range(edges.size - 1)]
+
+
+def _fmt_range(lo: float, hi: float, last: bool, digits: int = 3) -> str:
+    return f"[{lo:.{digits}g}, {hi:.{digits}g}{']' if last else ')'}"
+
+
+# --------------------------------------------------------------------------- Fig. 5
+
+
+def load_fig5(sweep) -> tuple[dict, pd.DataFrame, list[tuple[str, str]]]:
+    """Pool the fig5 jobs' records: (arrays over individuals, one row per job, missing)."""
+    jobs, parts, missing, seen = [], [], [], set()
+    for res in sweep.results:
+        if res.get("job") != "fig5_cell":
+            continue
+        m = res["metrics"]
+        key = (m["pair"], m["fusion"], float(m["bias"]), int(m["draw"]), int(m["column_seed"]))
+        if key in seen:            # the same cell in two sweeps given: keep the first
+            continue
+        seen.add(key)
+        path = Path(res["_dir"]) / m.get("records", "records.npz")
+        try:
+            with np.load(path) as z:
+                rec = {k: z[k] for k in (*METHODS, "label", "ifs", "target_grad_norm")}
+        except (OSError, KeyError, ValueError) as exc:
+            missing.append((f"{m['pair']} {m['fusion']} bias {m['bias']} draw {m['draw']}",
+                            f"records unreadable ({type(exc).__name__}): {path}"))
+            continue
+        j = len(jobs)
+        n = rec["label"].shape[0]
+        rec["job"] = np.full(n, j, dtype=np.int32)
+        parts.append(rec)
+        jobs.append({"job": j, "pair": m["pair"], "fusion": m["fusion"], "bias": float(m["bias"]),
+                     "draw": int(m["draw"]), "dim": m.get("dim"), "n": n,
+                     "aux_accuracy": float(m["aux_accuracy"]),
+                     "target_accuracy": m.get("target_accuracy"),
+                     "positive_rate": m["positive_rate"],
+                     **{f"ap_{k}": m["ap"][k] for k in METHODS},
+                     "wall_s": res.get("timings", {}).get("wall_s"),
+                     "started": m.get("started"), "finished": m.get("finished"),
+                     "peak_rss_mb": m.get("peak_rss_mb"), "dir": res["_dir"]})
+    if not parts:
+        return {}, pd.DataFrame(jobs), missing
+    pooled = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    return pooled, pd.DataFrame(jobs), missing
+
+
+def fig5_groups(pooled: dict, jobs: pd.DataFrame) -> list[dict]:
+    """The (panel, bin) groups of Fig. 5: a boolean mask over the pooled individuals each."""
+    job = pooled["job"]
+    groups = [{"panel": "all", "bin": "all", "mask": np.ones(job.size, bool),
+               "lo": float("nan"), "hi": float("nan")}]
+    bias_of_row = jobs["bias"].to_numpy()[job]
+    for b in sorted(jobs["bias"].unique()):
+        groups.append({"panel": "bias", "bin": f"{b:g}", "mask": bias_of_row == b, "lo": b,
+                       "hi": b})
+    acc_idx, acc_bins = quantile_bins(jobs["aux_accuracy"].to_numpy(), AUX_QUANTILES)
+    row_acc = acc_idx[job]
+    for i, (lo, hi) in enumerate(acc_bins):
+        groups.append({"panel": "aux_accuracy", "bin": _fmt_range(lo, hi, i == len(acc_bins) - 1),
+                       "mask": row_acc == i, "lo": lo, "hi": hi})
+    g_idx, g_bins = quantile_bins(pooled["target_grad_norm"], GRAD_QUANTILES)
+    for i, (lo, hi) in enumerate(g_bins):
+        groups.append({"panel": "target_gradient",
+                       "bin": _fmt_range(lo, hi, i == len(g_bins) - 1),
+                       "mask": g_idx == i, "lo": lo, "hi": hi})
+    return [g for g in groups if g["mask"].any()]
+
+
+def _job_mean_ap(pooled, mask, method) -> tuple[float, int]:
+    job = pooled["job"][mask]
+    lab, sc = pooled["label"][mask], pooled[method][mask]
+    aps = []
+    for j in np.unique(job):
+        sel = job == j
+        if lab[sel].min() != lab[sel].max():
+            aps.append(_ap(lab[sel], sc[sel]))
+    return (float(np.mean(aps)) if aps else float("nan")), int(np.unique(job).size)
+
+
+def fig5_frame(pooled: dict, groups: list[dict]) -> pd.DataFrame:
+    rows = []
+    for method in (PLOTTED, *[m for m in METHODS if m != PLOTTED]):
+        for g in groups:
+            lab, sc = pooled["label"][g["mask"]], pooled[method][g["mask"]]
+            jm, nj = _job_mean_ap(pooled, g["mask"], method)
+            rows.append({"panel": g["panel"], "bin": g["bin"], "ap": _ap(lab, sc),
+                         "positive_rate": float(lab.mean()), "n": int(lab.size),
+                         "method": method, "lo": g["lo"], "hi": g["hi"], "n_jobs": nj,
+                         "ap_job_mean": jm})
+    return pd.DataFrame(rows)
+
+
+def fig5_trends(frame: pd.DataFrame, pooled: dict, jobs: pd.DataFrame,
+                method: str = PLOTTED) -> dict:
+    """The checks of Section 4.4's claims, on ``method``'s pooled scores."""
+    out: dict = {"method": method}
+    bias_of_row = jobs["bias"].to_numpy()[pooled["job"]]
+    hi, lo = bias_of_row >= 0.75, bias_of_row <= 0.25
+    for name, mask in (("bias_ge_0.75", hi), ("bias_le_0.25", lo)):
+        lab = pooled["label"][mask]
+        out[f"ap_{name}"] = _ap(lab, pooled[method][mask]) if lab.size else float("nan")
+        out[f"pos_{name}"] = float(lab.mean()) if lab.size else float("nan")
+    f = frame[frame["method"] == method]
+    for panel in ("bias", "aux_accuracy", "target_gradient"):
+        sub = f[f["panel"] == panel]
+        aps = sub["ap"].to_numpy()
+        lifts = (sub["ap"] - sub["positive_rate"]).to_numpy()
+        if len(aps) >= 2:
+            from scipy.stats import spearmanr
+
+            out[f"spearman_{panel}"] = float(spearmanr(np.arange(len(aps)), aps).statistic)
+            out[f"spearman_lift_{panel}"] = float(
+                spearmanr(np.arange(len(lifts)), lifts).statistic)
+        if panel == "target_gradient" and len(aps) >= 2:
+            out["ap_grad_top_bin"] = float(aps[-1])
+            out["ap_grad_other_bins_max"] = float(np.nanmax(aps[:-1]))
+            out["lift_grad_top_bin"] = float(lifts[-1])
+            out["lift_grad_other_bins_min"] = float(np.nanmin(lifts[:-1]))
+    return out
+
+
+def _pr_curve(labels, scores):
+    from sklearn.metrics import precision_recall_curve
+
+    p, r, _ = precision_recall_curve(labels.astype(int), scores)
+    return r, p
+
+
+def plot_fig5(pooled: dict, groups: list[dict], frame: pd.DataFrame, path: Path,
+              method: str = PLOTTED) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    titles = {"bias": "(a) by data bias", "aux_accuracy": "(b) by aux-model accuracy",
+              "target_gradient": r"(c) by target-gradient norm $|\nabla f_{tar}|$"}
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    f = frame[frame["method"] == method].set_index(["panel", "bin"])
+    for ax, panel in zip(axes, titles):
+        gs = [g for g in groups if g["panel"] == panel]
+        colors = plt.cm.viridis(np.linspace(0.0, 0.9, max(1, len(gs))))
+        for g, col in zip(gs, colors):
+            lab, sc = pooled["label"][g["mask"]], pooled[method][g["mask"]]
+            row = f.loc[(panel, g["bin"])]
+            if lab.min() == lab.max():
+                continue
+            r, p = _pr_curve(lab, sc)
+            ax.plot(r, p, color=col, lw=1.6,
+                    label=f"{g['bin']}: AP {row['ap']:.3f} (rate {row['positive_rate']:.2f})")
+            ax.axhline(row["positive_rate"], color=col, ls="--", lw=0.9)
+        ax.set_title(titles[panel])
+        ax.set_xlabel("recall")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+        ax.legend(fontsize=7, loc="upper right", title="dashed: random guess",
+                  title_fontsize=7)
+    axes[0].set_ylabel("precision")
+    fig.suptitle(f"Fig. 5: {LABELS[method]} PR curves pooled over the Section 4.4 sweep "
+                 f"({int(pooled['job'].max()) + 1} jobs, {pooled['label'].size} individuals)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+def _sweep_facts(jobs: pd.DataFrame) -> dict:
+    out = {"n_jobs": int(len(jobs))}
+    if len(jobs) and jobs["wall_s"].notna().any():
+        out["wall_s_sum"] = float(jobs["wall_s"].sum())
+        out["wall_s_median"] = float(jobs["wall_s"].median())
+        out["wall_s_max"] = float(jobs["wall_s"].max())
+    if len(jobs) and jobs["started"].notna().all() and jobs["finished"].notna().all():
+        span = float(jobs["finished"].max() - jobs["started"].min())
+        out["span_s"] = span
+        out["jobs_per_minute"] = 60.0 * len(jobs) / span if span > 0 else float("nan")
+    if len(jobs) and jobs["peak_rss_mb"].notna().any():
+        i = jobs["peak_rss_mb"].idxmax()
+        out["peak_rss_mb_max"] = float(jobs.loc[i, "peak_rss_mb"])
+        out["peak_rss_job"] = f"{jobs.loc[i, 'pair']} {jobs.loc[i, 'fusion']} (d={jobs.loc[i, 'dim']})"
+    return out
+
+
+def _fig5_md(frame: pd.DataFrame, trends: dict, facts: dict) -> str:
+    out = [f"Fig. 5 (Section 4.4): pooled AP per bin; the plotted method is "
+           f"{LABELS[PLOTTED]} (`{PLOTTED}`). `rate` is the positive rate (random-guess AP); "
+           "`job-mean` the mean of the per-job APs in the bin.\n\n",
+           "| panel | bin | n | jobs | rate | " + " | ".join(f"AP {LABELS[m]}" for m in METHODS)
+           + f" | job-mean AP {LABELS[PLOTTED]} |\n", "|---|---|---|---|---|"
+           + "---|" * len(METHODS) + "---|\n"]
+    base = frame[frame["method"] == PLOTTED]
+    for _, r in base.iterrows():
+        aps = []
+        for m in METHODS:
+            v = frame[(frame["method"] == m) & (frame["panel"] == r["panel"])
+                      & (frame["bin"] == r["bin"])]["ap"]
+            aps.append(f"{float(v.iloc[0]):.3f}" if len(v) else "—")
+        out.append(f"| {r['panel']} | {r['bin']} | {r['n']} | {r['n_jobs']} | "
+                   f"{r['positive_rate']:.3f} | " + " | ".join(aps)
+                   + f" | {r['ap_job_mean']:.3f} |\n")
+    out.append("\nTrend checks (" + LABELS[PLOTTED] + "):\n\n")
+    for k, v in trends.items():
+        if k != "method":
+            out.append(f"- {k}: {v:.3f}\n" if isinstance(v, float) else f"- {k}: {v}\n")
+    out.append("\nSweep:\n\n")
+    for k, v in facts.items():
+        out.append(f"- {k}: {v:.3f}\n" if isinstance(v, float) else f"- {k}: {v}\n")
+    return "".join(out)
+
+
+def build_fig5(sweep, results_dir: Path, figures_dir: Path) -> Report:
+    pooled, jobs, missing = load_fig5(sweep)
+    report = Report(pd.DataFrame())
+    report.missing.extend(missing)
+    _unfinished(sweep, report)
+    if not pooled:
+        report.lines.append("fig5: no finished fig5 jobs with records")
+        return report
+    groups = fig5_groups(pooled, jobs)
+    frame = fig5_frame(pooled, groups)
+    trends = fig5_trends(frame, pooled, jobs)
+    facts = _sweep_facts(jobs)
+    report.frame = frame
+    results_dir = Path(results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    csv, md = results_dir / "fig5.csv", results_dir / "fig5.md"
+    frame.to_csv(csv, index=False, float_format="%.4f")
+    jobs.drop(columns=["dir"]).to_csv(results_dir / "fig5_jobs.csv", index=False,
+                                      float_format="%.4f")
+    text = _fig5_md(frame, trends, facts)
+    md.write_text(text)
+    png = plot_fig5(pooled, groups, frame, Path(figures_dir) / "fig5.png")
+    report.files = [csv, md, results_dir / "fig5_jobs.csv", png]
+    report.lines.append(text)
+    report.lines.append("wrote " + ", ".join(str(f) for f in report.files))
+    return report
+
+
+# --------------------------------------------------------------------------- Fig. 11
+
+
+def fig11_frame(sweep) -> pd.DataFrame:
+    rows, seen = [], set()
+    for res in sweep.results:
+        if res.get("job") != "fig11_cell":
+            continue
+        m = res["metrics"]
+        key = (m["xc"], m["xy"], m["bias"], m["fusion"], m["transport_weight"], m["gan_seed"],
+               m["gen_steps"])
+        if key in seen:
+            continue
+        seen.add(key)
+        rows.append({"xc": m["xc"], "xy": m["xy"], "bias": m["bias"], "fusion": m["fusion"],
+                     "transport_weight": m["transport_weight"], "gan_seed": m["gan_seed"],
+                     "gen_steps": m["gen_steps"], "quality_rows": m.get("quality_rows"),
+                     "ap": m["ap"], "ap_top30": m["ap_top30"],
+                     "ks": m["ks"], "mse": m["mse"], "mse_real": m["mse_real"],
+                     "positive_rate": m["positive_rate"], "dim": m["dim"],
+                     "wall_s": res.get("timings", {}).get("wall_s"),
+                     "started": m.get("started"), "finished": m.get("finished"),
+                     "peak_rss_mb": m.get("peak_rss_mb")})
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        frame.sort_values(["transport_weight", "gan_seed"], inplace=True, ignore_index=True)
+    return frame
+
+
+def fig11_correlations(frame: pd.DataFrame) -> dict:
+    """Pearson and Spearman correlations of AP with KS and with MSE over the jobs."""
+    from scipy.stats import pearsonr, spearmanr
+
+    out: dict = {"n_points": int(len(frame))}
+    for q in ("ks", "mse"):
+        x, y = frame[q].to_numpy(float), frame["ap"].to_numpy(float)
+        ok = np.isfinite(x) & np.isfinite(y)
+        if ok.sum() >= 3 and np.ptp(x[ok]) > 0 and np.ptp(y[ok]) > 0:
+            out[f"pearson_ap_{q}"] = float(pearsonr(x[ok], y[ok]).statistic)
+            out[f"spearman_ap_{q}"] = float(spearmanr(x[ok], y[ok]).statistic)
+        else:
+            out[f"pearson_ap_{q}"] = out[f"spearman_ap_{q}"] = float("nan")
+    return out
+
+
+def plot_fig11(frame: pd.DataFrame, corr: dict, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lam = frame["transport_weight"].to_numpy(float)
+    pos = lam[lam > 0]
+    floor = pos.min() / 10 if pos.size else 1e-7
+    c = np.log10(np.where(lam > 0, lam, floor))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
+    for ax, q, name in ((axes[0], "ks", "mean KS statistic"), (axes[1], "mse", "mean MSE")):
+        sc = ax.scatter(frame[q], frame["ap"], c=c, cmap="plasma", s=36, edgecolors="k",
+                        linewidths=0.4)
+        ax.axhline(frame["positive_rate"].iloc[0], color="grey", ls="--", lw=0.9,
+                   label="random guess")
+        ax.set_xlabel(name + " (lower: better GAN)")
+        ax.set_title(f"AP vs {q.upper()}: Pearson {corr[f'pearson_ap_{q}']:.2f}, "
+                     f"Spearman {corr[f'spearman_ap_{q}']:.2f}", fontsize=9)
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("FlipTest AP")
+    cb = fig.colorbar(sc, ax=axes, shrink=0.85)
+    cb.set_label(r"$\log_{10}\lambda$" + (f" (λ=0 at {np.log10(floor):.0f})" if (lam == 0).any()
+                                          else ""))
+    r = frame.iloc[0]
+    fig.suptitle(f"Fig. 11: FlipTest on {r['xc']}/{r['xy']} bias {r['bias']:g} {r['fusion']} "
+                 f"(d={r['dim']}), {len(frame)} GANs, {int(r['gen_steps'])} generator steps",
+                 fontsize=10)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _fig11_md(frame: pd.DataFrame, corr: dict, facts: dict) -> str:
+    out = ["Fig. 11 (A.11.4): FlipTest's AP against its GANs' quality, per transport weight "
+           "(mean ± std over GAN seeds).\n\n",
+           "| λ | runs | AP | KS | MSE | MSE (real) |\n|---|---|---|---|---|---|\n"]
+    def ms(g, col):
+        v = g[col].to_numpy(float)
+        return f"{v.mean():.3f} ± {v.std(ddof=1):.3f}" if v.size > 1 else f"{v.mean():.3f}"
+
+    for lam, g in frame.groupby("transport_weight"):
+        out.append(f"| {lam:g} | {len(g)} | {ms(g, 'ap')} | {ms(g, 'ks')} | "
+                   f"{ms(g, 'mse')} | {ms(g, 'mse_real')} |\n")
+    out.append(f"\nPositive rate {frame['positive_rate'].iloc[0]:.3f}. Correlations over "
+               f"{corr['n_points']} GANs (paper: KS correlates with AP, MSE does not):\n\n")
+    for k in ("pearson_ap_ks", "spearman_ap_ks", "pearson_ap_mse", "spearman_ap_mse"):
+        out.append(f"- {k}: {corr[k]:.3f}\n")
+    out.append("\nSweep:\n\n")
+    for k, v in facts.items():
+        out.append(f"- {k}: {v:.3f}\n" if isinstance(v, float) else f"- {k}: {v}\n")
+    return "".join(out)
+
+
+def build_fig11(sweep, results_dir: Path, figures_dir: Path) -> Report:
+    frame = fig11_frame(sweep)
+    report = Report(frame)
+    _unfinished(sweep, report)
+    if frame.empty:
+        report.lines.append("fig11: no finished fig11 jobs")
+        return report
+    corr = fig11_correlations(frame)
+    facts = {"n_jobs": int(len(frame))}
+    if frame["started"].notna().all():
+        span = float(frame["finished"].max() - frame["started"].min())
+        facts.update(span_s=span, wall_s_sum=float(frame["wall_s"].sum()),
+                     jobs_per_minute=60.0 * len(frame) / span if span > 0 else math.nan)
+    results_dir = Path(results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    csv, md = results_dir / "fig11.csv", results_dir / "fig11.md"
+    frame.drop(columns=["started", "finished"]).to_csv(csv, index=False, float_format="%.6g")
+    text = _fig11_md(frame, corr, facts)
+    md.write_text(text)
+    png = plot_fig11(frame, corr, Path(figures_dir) / "fig11.png")
+    report.frame = frame
+    report.files = [csv, md, png]
+    report.lines.append(text)
+    report.lines.append("wrote " + ", ".join(str(f) for f in report.files))
+    return report
+
+
+BUILDERS = {"fig5": build_fig5, "fig11": build_fig11}

@@ -1,0 +1,272 @@
+"""The real-data study (Fig. 4/10, Tables 3-4): pipeline, job, report builders, bad input."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from faux.aggregate import Sweep, read_sweep
+from faux.data.real import RealData
+from faux.errors import ConfigError, DataError
+from faux.experiments.real import (
+    METHODS,
+    RealSettings,
+    discrete_mask,
+    mutual_information,
+    random_ndcg,
+    ranking_ndcg,
+    run_real,
+    select_rows,
+    subsample,
+    summarise_pair,
+)
+from faux.jobs import real_cell
+from faux.methods.transparency import aggregate_groups
+from faux.reports.real_tables import build_fig4, build_table3, build_table4
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = RealSettings(max_train_rows=300, n_score=60, max_epochs=2, patience=2, gan_steps=4,
+                    variants={"faux_ng_feature": {"method": "faux_ng", "ng": "feature"}},
+                    n_random_rankings=20, gan_quality_rows=100, accelerator="cpu")
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _toy_data(n=600, seed=0, c_values=(0, 1)) -> RealData:
+    """A small split dataset: a proxy of c, a one-hot feature, noise; y depends on the proxy."""
+    rng = np.random.default_rng(seed)
+    c = rng.integers(0, 2, n) if len(c_values) == 2 else np.full(n, c_values[0])
+    proxy = c + 0.5 * rng.normal(size=n)
+    noise = rng.normal(size=n)
+    cat = rng.integers(0, 3, n)
+    onehot = np.eye(3)[cat]
+    y = ((proxy + 0.5 * noise + 0.3 * rng.normal(size=n)) > 0.5).astype(np.int64)
+    X = np.c_[proxy, noise, onehot].astype(np.float32)
+    names = ("proxy", "noise", "colour=red", "colour=green", "colour=blue")
+    groups = ("proxy", "noise", "colour", "colour", "colour")
+    tr, va, te = np.arange(0, 400), np.arange(400, 500), np.arange(500, n)
+    return RealData(
+        name="toy", X_train=X[tr], X_val=X[va], X_test=X[te], y_train=y[tr], y_val=y[va],
+        y_test=y[te], c_train=c[tr], c_val=c[va], c_test=c[te], feature_names=names,
+        feature_groups=groups, protected="c", categorical=("colour",),
+        continuous=("proxy", "noise"), c_labels=("a", "b"), y_labels=("no", "yes"),
+        mean=np.zeros(5), scale=np.ones(5), train_idx=tr, val_idx=va, test_idx=te, seed=seed)
+
+
+def _sweep_of(*job_dirs) -> Sweep:
+    sweep = Sweep()
+    for d in job_dirs:
+        res = json.loads((Path(d) / "result.json").read_text())
+        res["_dir"] = str(d)
+        sweep.results.append(res)
+    return sweep
+
+
+def _fake_result(metrics: dict, job_dir: Path) -> Path:
+    job_dir.mkdir(parents=True, exist_ok=True)
+    (job_dir / "result.json").write_text(json.dumps(
+        {"status": "ok", "job": "real_cell", "config_hash": "x" * 16, "metrics": metrics},
+        default=float))
+    return job_dir
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def test_ranking_ndcg_closed_form():
+    rel = {"a": 3.0, "b": 2.0, "c": 1.0}
+    assert ranking_ndcg({"c": 0.1, "a": 9.0, "b": 5.0}, rel) == pytest.approx(1.0)
+    # reversed ranking: DCG = 1/log2(2) + 2/log2(3) + 3/log2(4); IDCG = 3 + 2/log2(3) + 1/2
+    dcg = 1 + 2 / math.log2(3) + 3 / 2
+    idcg = 3 + 2 / math.log2(3) + 1 / 2
+    assert ranking_ndcg({"a": 1.0, "b": 2.0, "c": 3.0}, rel) == pytest.approx(dcg / idcg)
+    with pytest.raises(DataError, match="lacks 1 feature"):
+        ranking_ndcg({"a": 1.0, "b": 2.0}, rel)
+    # the random floor lies strictly between the worst and the best ranking
+    assert dcg / idcg < random_ndcg(rel, 200, seed=0) < 1.0
+
+
+def test_mutual_information_and_one_hot_aggregation():
+    rng = np.random.default_rng(0)
+    n = 4000
+    c = rng.integers(0, 2, n)
+    noise = rng.normal(size=n)
+    # a one-hot feature whose first level is c itself and whose other two split c = 0
+    lvl = np.where(c == 1, 0, 1 + rng.integers(0, 2, n))
+    onehot = np.eye(3)[lvl]
+    x = np.c_[c, noise, onehot]
+    mi = mutual_information(x, c, np.array([True, False, True, True, True]), seed=0)
+    assert mi[0] == pytest.approx(np.log(2), abs=0.01)       # MI(c; c) = H(c) = ln 2
+    assert mi[1] < 0.02                                      # independent noise
+    agg = aggregate_groups(mi, ["copy", "noise", "colour", "colour", "colour"])
+    assert agg["colour"] == pytest.approx(mi[2:].mean())
+    assert list(agg) == ["copy", "noise", "colour"]
+    assert agg["copy"] > agg["colour"] > agg["noise"]
+
+
+def test_summarise_pair_auroc_and_win_rate():
+    rng = np.random.default_rng(0)
+    fair = rng.random(200)
+    s = summarise_pair(fair + 1.0, fair)
+    assert s["auroc"] == 1.0 and s["paired_win"] == 1.0
+    assert s["unfair"]["median"] == pytest.approx(np.median(fair) + 1.0)
+    s = summarise_pair(fair, fair)
+    assert s["auroc"] == pytest.approx(0.5) and s["paired_win"] == pytest.approx(0.5)
+    s = summarise_pair(fair, fair + 1.0)
+    assert s["auroc"] == 0.0 and s["paired_win"] == 0.0
+
+
+def test_subsample_and_single_group_errors():
+    assert np.array_equal(subsample(5, None, 0), np.arange(5))
+    a, b = subsample(100, 10, 3), subsample(100, 10, 3)
+    assert np.array_equal(a, b) and len(np.unique(a)) == 10
+    data = _toy_data(c_values=(1,))
+    with pytest.raises(DataError, match="single value"):
+        select_rows(data, TINY, seed=0)
+    with pytest.raises(ConfigError):
+        RealSettings(variants={"fta": {"method": "faux_ng"}})
+    with pytest.raises(ConfigError):
+        RealSettings(variants={"x": {"method": "nosuch"}})
+
+
+def test_discrete_mask_flags_everything_but_continuous():
+    assert discrete_mask(_toy_data()).tolist() == [False, False, True, True, True]
+
+
+# ----------------------------------------------------------------------------- pipeline
+
+
+def test_run_real_on_toy_data_writes_every_metric():
+    data = _toy_data()
+    res = run_real(data, settings=TINY, seed=1, log=lambda s: None)
+    m = res.metrics
+    names = [*METHODS, "faux_ng_feature"]
+    assert m["method_names"] == names and m["n_score"] == 60 and m["n_train"] == 300
+    for name in names:
+        s = m["methods"][name]
+        assert 0.0 <= s["auroc"] <= 1.0
+        assert s["unfair"]["q05"] <= s["unfair"]["median"] <= s["unfair"]["q95"]
+        for model in ("unfair", "fair"):
+            arr = res.arrays[f"{name}__{model}"]
+            assert arr.shape == (60,) and np.isfinite(arr).all()
+            assert s[model]["median"] == pytest.approx(np.median(arr), rel=1e-5, abs=1e-7)
+    # every scored individual is a test row; c and y match the table
+    assert np.isin(res.arrays["score_idx"], data.test_idx).all()
+    t3 = m["table3"]
+    assert set(t3["mi"]) == {"proxy", "noise", "colour"}
+    assert t3["top_mi"][0] == "proxy"          # the proxy carries c
+    assert set(t3["ndcg"]) == {"fliptest", "faux", "faux_ng", "faux_ig"}
+    assert all(0 < v <= 1 for v in t3["ndcg"].values())
+    t4 = m["table4"]
+    d = data.n_features
+    # FlipTest: two generators and two critics (2 x 128 MLPs) against one 2 x 64 aux MLP
+    assert t4["fliptest_params"] == m["models"]["fliptest"]["n_params"] > t4["faux_params"] > 0
+    assert t4["faux_params"] == (d * 64 + 64) + (64 * 64 + 64) + 65      # 2 x 64 MLP
+    assert m["models"]["aux"]["kind"] == "adel"
+    assert {"accuracy", "dp_gap", "probe_c_accuracy", "adv_accuracy"} <= set(m["models"]["fair"])
+    json.dumps(m)   # JSON-serialisable
+
+
+def test_ssl_absent_is_skipped_with_a_message(tmp_path):
+    cfg = {"data": {"name": "ssl", "kind": "real"}, "seed": 0, "paths": {"data_dir": str(tmp_path)},
+           "profile": {"max_epochs": 2, "patience": 1, "gan_steps": 2,
+                       "real": {"max_train_rows": 100, "n_score": 10}}}
+    lines = []
+    out = real_cell.run(cfg, tmp_path / "job", lines.append)
+    assert out["skip_kind"] == "absent" and "no SSL CSV" in out["skipped"]
+    assert str(tmp_path / "ssl") in out["skipped"]
+    assert len(lines) == 1 and lines[0].startswith("ssl seed 0: skipped: no SSL CSV")
+    rep = build_fig4(_sweep_of(_fake_result(out, tmp_path / "job")), tmp_path / "r", tmp_path / "f")
+    assert not rep.missing and rep.files == []
+    assert any("ssl seed 0: skipped: no SSL CSV" in line for line in rep.lines)
+
+
+def test_ssl_csv_missing_a_column_is_a_missing_cell(tmp_path):
+    (tmp_path / "ssl").mkdir()
+    pd.DataFrame({"SSL SCORE": [300, 100], "RACE CODE CD": ["BLK", "WHI"]}).to_csv(
+        tmp_path / "ssl" / "ssl.csv", index=False)
+    cfg = {"data": {"name": "ssl", "kind": "real"}, "seed": 0, "paths": {"data_dir": str(tmp_path)},
+           "profile": {"max_epochs": 2, "patience": 1, "gan_steps": 2,
+                       "real": {"max_train_rows": 100, "n_score": 10}}}
+    out = real_cell.run(cfg, tmp_path / "job", lambda s: None)
+    assert out["skip_kind"] == "error" and "lacks column(s)" in out["skipped"]
+    assert "\n" not in out["skipped"]
+    rep = build_table3(_sweep_of(_fake_result(out, tmp_path / "job")), tmp_path / "r",
+                       tmp_path / "f")
+    assert rep.missing and "lacks column(s)" in rep.missing[0][1]
+
+
+def test_non_real_dataset_is_refused(tmp_path):
+    cfg = {"data": {"name": "magic", "kind": "pmlb"}, "seed": 0, "paths": {"data_dir": "."},
+           "profile": {"max_epochs": 2, "patience": 1, "gan_steps": 2, "real": {}}}
+    with pytest.raises(ConfigError, match="real dataset"):
+        real_cell.run(cfg, tmp_path, lambda s: None)
+
+
+# ----------------------------------------------------------------------------- harness
+
+
+def test_sweep_on_adult_with_ssl_absent_and_builders(tmp_path, data_dir):
+    """experiment=real through Hydra: Adult on a tiny subsample, SSL without its CSV."""
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "aif360").symlink_to(data_dir / "aif360")        # Adult and Bank, no ssl/ folder
+    sweep = tmp_path / "sweep"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "FAUX_DATA_DIR": str(root)}
+    r = subprocess.run(
+        [sys.executable, "-m", "faux.run", "-m", "experiment=real", "launcher=basic",
+         "data=adult,ssl", "seed=0", "profile.real.max_train_rows=400",
+         "profile.real.n_score=80", "profile.max_epochs=2", "profile.patience=1",
+         "profile.gan_steps=4", "real_study.n_random_rankings=20",
+         "real_study.gan_quality_rows=100", "trainer.accelerator=cpu",
+         f"hydra.sweep.dir={sweep}", f"paths.log_dir={tmp_path / 'out'}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "ssl seed 0: skipped: no SSL CSV" in r.stdout + r.stderr
+    s = read_sweep(sweep)
+    assert len(s.results) == 2 and not s.unfinished
+    adult = next(x for x in s.results if x["metrics"]["dataset"] == "adult")
+    assert (Path(adult["_dir"]) / "scores.npz").is_file()
+    with np.load(Path(adult["_dir"]) / "scores.npz") as z:
+        assert z["faux_ng__unfair"].shape == (80,)
+    assert adult["config"]["model"]["aux"]["_target_"].endswith("AdelSpec")
+
+    res_dir, fig_dir = tmp_path / "results", tmp_path / "figures"
+    fig4 = build_fig4(s, res_dir, fig_dir)
+    assert not fig4.missing and any("no SSL CSV" in line for line in fig4.lines)
+    f = pd.read_csv(res_dir / "fig4.csv")
+    assert {"dataset", "method", "median_unfair", "median_fair", "auroc"} <= set(f.columns)
+    assert set(f.method) >= set(METHODS) and set(f.dataset) == {"adult"}
+    assert f.auroc.between(0, 1).all()
+    assert (fig_dir / "fig4_adult.png").stat().st_size > 10_000
+    assert (res_dir / "real_models.csv").is_file()
+
+    build_table3(s, res_dir, fig_dir)
+    t3 = pd.read_csv(res_dir / "table3.csv")
+    assert {"dataset", "method", "ndcg_mean", "ndcg_std", "paper_mean"} <= set(t3.columns)
+    assert set(t3.method) == {"fliptest", "faux", "faux_ng", "faux_ig", "random"}
+    assert t3.loc[t3.method == "faux_ig", "paper_mean"].item() == pytest.approx(0.896)
+    assert "0.896" in (res_dir / "table3.md").read_text()
+
+    build_table4(s, res_dir, fig_dir)
+    t4 = pd.read_csv(res_dir / "table4.csv")
+    assert {"dataset", "fliptest_params_mean", "faux_params_mean", "params_ratio",
+            "fliptest_time_s_mean", "faux_time_s_mean", "time_ratio"} <= set(t4.columns)
+    row = t4.iloc[0]
+    assert row.params_ratio == pytest.approx(row.fliptest_params_mean / row.faux_params_mean)
+    assert row.faux_params_mean == 97 * 64 + 64 + 64 * 64 + 64 + 65
+
+    # the same job given twice (two sweeps) counts once; an unfinished job is a missing cell
+    (sweep / "99" / ".hydra").mkdir(parents=True)
+    twice = read_sweep(sweep)
+    twice.results += read_sweep(sweep).results
+    rep = build_table4(twice, res_dir, fig_dir)
+    assert pd.read_csv(res_dir / "table4.csv").n_seeds.item() == 1
+    assert len(rep.missing) == 1 and "unfinished" in rep.missing[0][1]
