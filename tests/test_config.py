@@ -14,6 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 # groups whose options change Hydra's own settings (launcher) or stand for a whole job
 SKIP_GROUPS = {"hydra", "experiment"}
+PRIMARY = {"paths", "trainer", "logger", "launcher", "profile", "data", "model/target", "model/aux",
+           "model/fair", "model/gan", "study"}
 
 
 def options():
@@ -36,7 +38,9 @@ def test_every_option_composes_and_instantiates(group, option, tmp_path):
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         key = group if "/" not in option else f"{group}/{option.rsplit('/', 1)[0]}"
         opt = option.rsplit("/", 1)[-1]
-        cfg = compose("config", overrides=[f"{key}={opt}", f"paths.output_dir={tmp_path}"])
+        # groups outside the primary defaults list (generator) are appended with "+"
+        plus = "" if key in PRIMARY else "+"
+        cfg = compose("config", overrides=[f"{plus}{key}={opt}", f"paths.output_dir={tmp_path}"])
     found = list(_targets(cfg))
     for path, node in found:
         obj = instantiate(node)

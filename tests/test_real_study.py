@@ -134,6 +134,20 @@ def test_subsample_and_single_group_errors():
         RealSettings(variants={"fta": {"method": "faux_ng"}})
     with pytest.raises(ConfigError):
         RealSettings(variants={"x": {"method": "nosuch"}})
+    with pytest.raises(ConfigError, match="max_train_rows"):
+        RealSettings(max_train_rows=5)
+    with pytest.raises(ConfigError, match="n_score"):
+        RealSettings(n_score=1)
+
+
+def test_fair_model_must_be_adel():
+    from faux.experiments.real import ModelSpecs, default_specs
+    from faux.models.mlp import MLPSpec
+
+    d = default_specs()
+    specs = ModelSpecs(d.target, MLPSpec(max_epochs=1), d.aux, d.gan)
+    with pytest.raises(ConfigError, match="Adel"):
+        run_real(_toy_data(), specs, TINY, seed=0, log=lambda s: None)
 
 
 def test_discrete_mask_flags_everything_but_continuous():
@@ -201,6 +215,23 @@ def test_ssl_csv_missing_a_column_is_a_missing_cell(tmp_path):
     rep = build_table3(_sweep_of(_fake_result(out, tmp_path / "job")), tmp_path / "r",
                        tmp_path / "f")
     assert rep.missing and "lacks column(s)" in rep.missing[0][1]
+
+
+def test_missing_adult_files_are_a_one_line_skip(tmp_path, monkeypatch):
+    import faux.data.real as real_mod
+
+    def offline(url, dest, timeout=60.0):
+        raise OSError("network unreachable")
+
+    monkeypatch.setattr(real_mod, "_fetch", offline)
+    cfg = {"data": {"name": "adult", "kind": "real"}, "seed": 0,
+           "paths": {"data_dir": str(tmp_path)},
+           "profile": {"max_epochs": 2, "patience": 1, "gan_steps": 2, "real": {}}}
+    out = real_cell.run(cfg, tmp_path / "job", lambda s: None)
+    assert out["skip_kind"] == "error" and "\n" not in out["skipped"]
+    assert "adult.data" in out["skipped"] and str(tmp_path / "aif360" / "adult") in out["skipped"]
+    rep = build_fig4(_sweep_of(_fake_result(out, tmp_path / "job")), tmp_path / "r", tmp_path / "f")
+    assert rep.missing == [("adult seed 0", f"skipped: {out['skipped']}")]
 
 
 def test_non_real_dataset_is_refused(tmp_path):

@@ -111,8 +111,16 @@ def test_cache_lock_is_exclusive_between_processes(tmp_path):
                               stdout=subprocess.PIPE, text=True) for _ in range(2)]
     spans = sorted(tuple(map(float, p.communicate()[0].split())) for p in procs)
     assert spans[1][0] >= spans[0][1] - 1e-3        # the second entered after the first left
-    with cache_lock(tmp_path, "a/b c"):                 # odd names are made safe
-        assert (tmp_path / "locks" / "a_b_c.lock").exists()
+    with cache_lock(tmp_path, "a/b c") as held:         # odd names are made safe
+        assert held and (tmp_path / "locks" / "a_b_c.lock").exists()
+    # non-blocking: False at once while another process holds the lock, True once free
+    p = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
+                         text=True)
+    p.stdout.readline()                                 # the other process holds it now
+    with cache_lock(tmp_path, "x", blocking=False) as held:
+        assert held is False
+    with cache_lock(tmp_path, "x") as held:             # blocks until the other releases it
+        assert held and p.wait(timeout=10) == 0
 
 
 # --------------------------------------------------------------------------- a tiny sweep
@@ -180,13 +188,16 @@ def _fake_sweep(tmp_path, n_per_job=400, seed=0) -> Sweep:
         np.savez(d / "records.npz", faux=ng * 3, faux_ng=ng, faux_ig=ng ** 2, label=lab,
                  ifs=ng, target_grad_norm=gn, bias=bias, aux_accuracy=acc)
         ap = {m: 0.5 for m in ("faux", "faux_ng", "faux_ig")}
-        results.append({"job": "fig5_cell", "_dir": str(d), "timings": {"wall_s": 2.0},
+        results.append({"job": "fig5_cell", "status": "ok", "config_hash": f"h{j}",
+                        "_dir": str(d), "timings": {"wall_s": 2.0},
                         "metrics": {"pair": "magic/backache", "fusion": "outer", "bias": bias,
                                     "draw": j, "column_seed": j, "aux_accuracy": acc,
                                     "positive_rate": float(lab.mean()), "ap": ap,
                                     "records": "records.npz", "started": 100.0 + j,
                                     "finished": 102.0 + j, "peak_rss_mb": 100.0 + j,
                                     "dim": 360}})
+        (d / "result.json").write_text(json.dumps({k: v for k, v in results[-1].items()
+                                                   if k != "_dir"}))
     return Sweep(results=results)
 
 
@@ -234,3 +245,21 @@ def test_quantile_bins_partition_and_merge_ties():
     assert len(bins) == 2 and np.bincount(idx).tolist() == [10, 10]
     idx, bins = quantile_bins(np.full(7, 0.8), (0, 0.5, 1))
     assert bins == [(0.8, 0.8)] and (idx == 0).all()
+
+
+def test_aggregate_cli_runs_the_builder_once_registered(tmp_path, monkeypatch):
+    from faux import aggregate
+    from faux.reports import sweep_figures, tables
+
+    for name, fn in sweep_figures.BUILDERS.items():
+        monkeypatch.setitem(tables.BUILDERS, name, fn)
+    (tmp_path / "sweep").mkdir()
+    _fake_sweep(tmp_path / "sweep")
+    rc = aggregate.main([str(tmp_path / "sweep"), "--table", "fig5",
+                         "--results-dir", str(tmp_path / "res"),
+                         "--figures-dir", str(tmp_path / "fig")])
+    assert rc == 0
+    rows = (tmp_path / "res" / "fig5.csv").read_text().splitlines()
+    # 3 methods x (all, 3 biases, 2 aux-accuracy bins (quartile edges 0.6, 0.6, 0.8, 0.95,
+    # 0.95 merge into 2 bins), 5 gradient bins)
+    assert len(rows) == 1 + 3 * (1 + 3 + 2 + 5)

@@ -242,18 +242,29 @@ class GridCheck(_Callback):
 # --------------------------------------------------------------------------- shared builds
 
 
-@contextlib.contextmanager
-def cache_lock(cache_root, name: str) -> Iterator[None]:
-    """An exclusive lock ``<cache_root>/locks/<name>.lock`` held for the ``with`` block."""
+def _lock_path(cache_root, name: str) -> Path:
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in str(name))
     if len(safe) > 120:
         safe = safe[:80] + hashlib.sha256(safe.encode()).hexdigest()[:16]
     path = Path(cache_root) / "locks" / f"{safe}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    return path
+
+
+@contextlib.contextmanager
+def cache_lock(cache_root, name: str, blocking: bool = True) -> Iterator[bool]:
+    """An exclusive lock ``<cache_root>/locks/<name>.lock`` held for the ``with`` block.
+
+    Yields True when held; with ``blocking=False`` yields False at once (holding nothing)
+    when another process holds it."""
+    with open(_lock_path(cache_root, name), "a") as fh:
         try:
-            yield
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
@@ -266,19 +277,31 @@ def key_name(prefix: str, key: dict) -> str:
 
 def ensure_generators(datasets: Iterable[str], *, gen_cfgs: dict | None, gen_opts: dict | None,
                       cache, root=None) -> dict[str, bool]:
-    """Build (or load) each dataset's CVAE, one dataset at a time under its lock, through
+    """Build (or load) each dataset's CVAE under its lock, through
     :func:`faux.experiments.synthetic.make_generator` (so the cache key is the one
-    ``prepare_column`` uses). Returns ``{dataset: built_here}``."""
+    ``prepare_column`` uses). A dataset whose lock another job holds is left for later (that
+    job is building it), so two jobs build two different CVAEs at once rather than one job
+    waiting. Returns ``{dataset: built_here}``."""
     from faux.experiments.synthetic import Column, make_generator
 
-    built = {}
-    for name in dict.fromkeys(datasets):
-        with cache_lock(cache.root, f"generator-{name}"):
-            before = _n_entries(cache.root)
-            make_generator(Column(name, name, 0.0, "concat"), gen_cfgs, gen_opts, cache,
-                           root=root)
-            built[name] = _n_entries(cache.root) > before
-    return built
+    def build(name):
+        before = _n_entries(cache.root)
+        make_generator(Column(name, name, 0.0, "concat"), gen_cfgs, gen_opts, cache, root=root)
+        return _n_entries(cache.root) > before
+
+    built: dict[str, bool] = {}
+    pending = list(dict.fromkeys(datasets))
+    while pending:
+        for name in list(pending):                 # first every dataset nobody is building
+            with cache_lock(cache.root, f"generator-{name}", blocking=False) as held:
+                if held:
+                    built[name] = build(name)
+                    pending.remove(name)
+        if pending:                                # then wait for the ones being built
+            name = pending.pop(0)
+            with cache_lock(cache.root, f"generator-{name}"):
+                built[name] = build(name)
+    return {name: built[name] for name in dict.fromkeys(datasets)}
 
 
 def _n_entries(root) -> int:

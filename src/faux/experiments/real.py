@@ -280,6 +280,8 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
     from faux.methods.fta_lin import FTALin
     from faux.methods.unfair_map import UnfairMap
 
+    if not _is_adel(specs.fair):
+        raise ConfigError("the fair model must be an Adel model (conf/model/fair/adel.yaml)")
     ep = {"max_epochs": int(settings.max_epochs), "patience": settings.patience,
           "accelerator": settings.accelerator}
     timings: dict[str, float] = {}
@@ -288,8 +290,6 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
     unfair, uinfo = specs.target.train(rows.x, rows.y, rows.x_val, rows.y_val, seed=sd["unfair"],
                                        **ep)
     timings["unfair_s"] = time.perf_counter() - t
-    if not _is_adel(specs.fair):
-        raise ConfigError("the fair model must be an Adel model (conf/model/fair/adel.yaml)")
     t = time.perf_counter()
     fair, finfo = specs.fair.train(rows.x, rows.y, rows.c, rows.x_val, rows.y_val, rows.c_val,
                                    seed=sd["fair"], **ep)

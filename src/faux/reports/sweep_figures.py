@@ -31,8 +31,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faux.reports.tables import Report
-
 METHODS = ("faux", "faux_ng", "faux_ig")
 PLOTTED = "faux_ng"
 LABELS = {"faux": "fAux", "faux_ng": "fAux+NG", "faux_ig": "fAux+IG"}
@@ -52,7 +50,14 @@ def _overrides(job_dir) -> str:
         return Path(job_dir).name
 
 
-def _unfinished(sweep, report: Report) -> None:
+def _report(frame: pd.DataFrame):
+    # imported here so that faux.reports.tables may import this module (no import cycle)
+    from faux.reports.tables import Report
+
+    return Report(frame)
+
+
+def _unfinished(sweep, report) -> None:
     from faux.aggregate import job_log
 
     for d in sweep.unfinished:
@@ -288,9 +293,10 @@ def _fig5_md(frame: pd.DataFrame, trends: dict, facts: dict) -> str:
     return "".join(out)
 
 
-def build_fig5(sweep, results_dir: Path, figures_dir: Path) -> Report:
+def build_fig5(sweep, results_dir: Path, figures_dir: Path):
+    """The Fig. 5 report (``faux.reports.tables.Report``) of the fig5 jobs in ``sweep``."""
     pooled, jobs, missing = load_fig5(sweep)
-    report = Report(pd.DataFrame())
+    report = _report(pd.DataFrame())
     report.missing.extend(missing)
     _unfinished(sweep, report)
     if not pooled:
@@ -416,9 +422,10 @@ def _fig11_md(frame: pd.DataFrame, corr: dict, facts: dict) -> str:
     return "".join(out)
 
 
-def build_fig11(sweep, results_dir: Path, figures_dir: Path) -> Report:
+def build_fig11(sweep, results_dir: Path, figures_dir: Path):
+    """The Fig. 11 report (``faux.reports.tables.Report``) of the fig11 jobs in ``sweep``."""
     frame = fig11_frame(sweep)
-    report = Report(frame)
+    report = _report(frame)
     _unfinished(sweep, report)
     if frame.empty:
         report.lines.append("fig11: no finished fig11 jobs")

@@ -1,17 +1,28 @@
-"""Synthetic biased data with per-individual ground truth (paper Section 4.1.2, Appendix A.7)."""
+"""Synthetic biased data with per-individual ground truth (paper Section 4.1.2, Appendix A.7).
 
-from faux.synth.bias import mutual_information, p_bias, p_max, p_min
-from faux.synth.fusion import fuse, projections
-from faux.synth.ground_truth import ifs, ifs_labels, ifs_threshold, positive_rate
-from faux.synth.sampler import (
-    SyntheticGenerator,
-    SyntheticSet,
-    build_dataset_generator,
-    generator_config,
-)
+Names are imported lazily, so ``import faux.synth.fusion`` does not pull in Lightning.
+"""
 
-__all__ = [
-    "SyntheticGenerator", "SyntheticSet", "build_dataset_generator", "generator_config",
-    "fuse", "projections", "p_min", "p_max", "p_bias", "mutual_information",
-    "ifs", "ifs_threshold", "ifs_labels", "positive_rate",
-]
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "SyntheticGenerator": "sampler", "SyntheticSet": "sampler",
+    "build_dataset_generator": "sampler", "generator_config": "sampler",
+    "generator_scores": "sampler",
+    "fuse": "fusion", "projections": "fusion",
+    "p_min": "bias", "p_max": "bias", "p_bias": "bias", "mutual_information": "bias",
+    "ifs": "ground_truth", "ifs_threshold": "ground_truth", "ifs_labels": "ground_truth",
+    "positive_rate": "ground_truth",
+    "Projected": "reference", "train_mlp": "reference",
+    "run_fig8": "fig8",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"faux.synth.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'faux.synth' has no attribute {name!r}")

@@ -214,7 +214,7 @@ class SyntheticGenerator:
         self.cache = Cache(cache_dir)
         self.gen_c = build_dataset_generator(xc, generator_config(xc, cfgs.get(xc)), seed=seed,
                                              cache=self.cache, root=root)
-        self.gen_y = (self.gen_c if (xy == xc and cfgs.get(xy) == cfgs.get(xc)) else
+        self.gen_y = (self.gen_c if xy == xc else
                       build_dataset_generator(xy, generator_config(xy, cfgs.get(xy)), seed=seed,
                                               cache=self.cache, root=root))
 
