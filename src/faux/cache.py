@@ -121,6 +121,7 @@ class Cache:
                 f.write(payload)
                 f.flush()
                 os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)  # mkstemp makes 0600; entries are shared between users
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
