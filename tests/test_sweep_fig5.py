@@ -166,7 +166,8 @@ def test_tiny_parallel_sweep_trains_each_cvae_once_resumes_and_aggregates(tmp_pa
     csv = (tmp_path / "results" / "fig5.csv").read_text().splitlines()
     assert csv[0].startswith("panel,bin,ap,positive_rate,n")
     panels = {line.split(",")[0] for line in csv[1:]}
-    assert panels == {"all", "bias", "aux_accuracy", "target_gradient"}
+    assert panels == {"all", "bias", "aux_accuracy", "target_gradient", "target_gradient_logit",
+                      "target_gradient_job_rank"}
 
 
 # --------------------------------------------------------------------------- aggregation
@@ -186,7 +187,8 @@ def _fake_sweep(tmp_path, n_per_job=400, seed=0) -> Sweep:
         signal = (bias + acc) * lab * np.where(big, 0.0, 1.0)
         ng = 1 / (1 + np.exp(-(signal + rng.normal(size=n_per_job))))
         np.savez(d / "records.npz", faux=ng * 3, faux_ng=ng, faux_ig=ng ** 2, label=lab,
-                 ifs=ng, target_grad_norm=gn, bias=bias, aux_accuracy=acc)
+                 ifs=ng, target_grad_norm=gn, target_grad_norm_logit=gn * 4,
+                 bias=bias, aux_accuracy=acc)
         ap = {m: 0.5 for m in ("faux", "faux_ng", "faux_ig")}
         results.append({"job": "fig5_cell", "status": "ok", "config_hash": f"h{j}",
                         "_dir": str(d), "timings": {"wall_s": 2.0},
@@ -222,8 +224,14 @@ def test_pooled_ap_bins_and_trends_on_known_records(tmp_path):
     grad = ng.loc["target_gradient"]
     assert len(grad) == 5 and grad["n"].iloc[-1] == pytest.approx(0.05 * 3600, abs=2)
     assert grad["ap"].iloc[-1] < grad["ap"].iloc[:-1].min()
+    # within-job quantiles: the top bin is exactly each job's 5% largest (no-signal) rows
+    rank = ng.loc["target_gradient_job_rank"]
+    assert rank["n"].iloc[-1] == 9 * 20 and rank["n_jobs"].iloc[-1] == 9
+    assert rank["ap"].iloc[-1] < rank["ap"].iloc[:-1].min()
+    logit = ng.loc["target_gradient_logit"]       # a monotone transform: the same bins
+    assert logit["ap"].to_numpy() == pytest.approx(grad["ap"].to_numpy())
     # the bins of each panel partition the pooled individuals
-    for panel in ("bias", "aux_accuracy", "target_gradient"):
+    for panel in ("bias", "aux_accuracy", "target_gradient", "target_gradient_job_rank"):
         assert ng.loc[panel]["n"].sum() == 3600
     build_fig5(sweep, tmp_path / "res", tmp_path / "fig")
     text = (tmp_path / "res" / "fig5.md").read_text()
@@ -261,5 +269,5 @@ def test_aggregate_cli_runs_the_builder_once_registered(tmp_path, monkeypatch):
     assert rc == 0
     rows = (tmp_path / "res" / "fig5.csv").read_text().splitlines()
     # 3 methods x (all, 3 biases, 2 aux-accuracy bins (quartile edges 0.6, 0.6, 0.8, 0.95,
-    # 0.95 merge into 2 bins), 5 gradient bins)
-    assert len(rows) == 1 + 3 * (1 + 3 + 2 + 5)
+    # 0.95 merge into 2 bins), 5 gradient bins x 3 (prob, logit, within-job rank))
+    assert len(rows) == 1 + 3 * (1 + 3 + 2 + 3 * 5)

@@ -34,6 +34,10 @@ same data for both), its validation accuracy beside the majority rate. For Adult
 mean |p(x) - p(x')| when ``relationship=Husband`` and ``relationship=Wife`` are swapped
 (a hand-made counterfactual along the strongest proxy of sex).
 
+Seeds: the job's seed splits the table (``load_real``) and draws the training subsample and
+the scored individuals; each trained part gets its own seed (``seed + SEED_OFFSETS[part]``), so
+the three same-sized networks do not share initial weights or mini-batch order.
+
 Pure functions of arrays, modules and plain arguments; Hydra lives in
 ``faux.jobs.real_cell``.
 """

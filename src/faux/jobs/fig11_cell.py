@@ -23,7 +23,7 @@ from hydra.utils import instantiate
 from faux.cache import Cache
 from faux.experiments.grid import cache_lock, check_cell, ensure_generators, key_name
 from faux.experiments.synthetic import Column, prepare_column
-from faux.jobs.fig5_cell import peak_rss_mb
+from faux.jobs.fig5_cell import peak_rss_mb, reset_peak_rss
 from faux.metrics.ranking import ap_top_fraction, average_precision
 
 
@@ -31,6 +31,7 @@ def run(cfg: dict, out_dir, log) -> dict:
     from faux.methods.fliptest import FlipTest
 
     t_start = time.time()
+    rss_scope = reset_peak_rss()
     c = cfg["column"]
     gan = {k: v for k, v in cfg["model"]["gan"].items() if k != "_target_"}
     check_cell("fig11", {"column.xc": c["xc"], "column.xy": c["xy"], "column.bias": c["bias"],
@@ -87,4 +88,5 @@ def run(cfg: dict, out_dir, log) -> dict:
         "quality_rows": int(len(xv)),
         "timings": {"prepare_s": t_prep, "gan_s": t_gan, "quality_s": t_quality},
         "started": t_start, "finished": time.time(), "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_scope": rss_scope,
     }

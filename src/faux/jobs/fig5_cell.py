@@ -8,8 +8,10 @@ recipe; the aux is trained once and scored by fAux, fAux+NG and fAux+IG.
 
 Besides ``result.json`` (per-job AP of each method, positive rate, accuracies, timings), the
 job writes ``records.npz``: per test individual the three scores, the IFS label and IFS, and
-the target's input-gradient norm ``|grad f_tar|`` (on ``study.output``, as the IFS); scalars
-bias, aux accuracy, target accuracy, draw, fusion and pair. ``faux.reports.sweep_figures``
+the target's input-gradient norm ``|grad f_tar|`` (``target_grad_norm``: of ``study.output``,
+as the IFS; ``target_grad_norm_logit``: of the logit); scalars bias, aux accuracy, target
+accuracy, draw, fusion and pair. ``peak_rss_mb`` is the job's own peak resident memory
+(the mark is reset at the start of the job, also in a reused joblib worker). ``faux.reports.sweep_figures``
 pools the records of every job.
 
 Each dataset's CVAE is built once in total (``grid.ensure_generators`` under a lock), and a
@@ -57,13 +59,32 @@ def target_grad_norm(target: torch.nn.Module, x: torch.Tensor, output: str) -> n
     return g.reshape(g.shape[0], -1).norm(dim=1).double().numpy()
 
 
+def reset_peak_rss() -> str:
+    """Reset this process's peak-RSS mark (Linux ``clear_refs`` 5), so that a job run in a
+    reused worker (joblib) reports its own peak. Returns the scope ``peak_rss_mb`` will
+    measure: ``"job"`` after a reset, ``"process"`` where the kernel refuses it."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return "job"
+    except OSError:
+        return "process"
+
+
 def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far (MiB; Linux reports KiB)."""
+    """Peak resident memory (MiB) since ``reset_peak_rss`` (else since the process began)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def run(cfg: dict, out_dir, log) -> dict:
     t_start = time.time()
+    rss_scope = reset_peak_rss()
     g = cfg["fig5_grid"]
     check_cell("fig5", {"pair": cfg["pair"], "fusion": cfg["fusion"], "bias": cfg["bias"],
                         "draw": cfg["draw"], "seed": cfg["seed"]})
@@ -110,6 +131,7 @@ def run(cfg: dict, out_dir, log) -> dict:
         aux_acc = info.get("aux_accuracy", aux_acc)
         log(f"  {m}: AP {aps[m]:.3f} (top-30% AP {top30[m]:.3f})")
     gnorm = target_grad_norm(pc.target, pc.test.x, st["output"])
+    gnorm_logit = target_grad_norm(pc.target, pc.test.x, "logit")
 
     labels = pc.labels.numpy().astype(np.int8)
     np.savez_compressed(
@@ -117,6 +139,7 @@ def run(cfg: dict, out_dir, log) -> dict:
         **{m: scores[m].astype(np.float32) for m in AUX_METHODS},
         label=labels, ifs=pc.ifs_test.double().numpy().astype(np.float32),
         target_grad_norm=gnorm.astype(np.float32),
+        target_grad_norm_logit=gnorm_logit.astype(np.float32),
         bias=np.float32(col.bias), aux_accuracy=np.float32(aux_acc),
         target_accuracy=np.float32(pc.target_info["accuracy"]), draw=np.int32(draw),
         fusion=np.str_(col.fusion), pair=np.str_(cfg["pair"]))
@@ -132,4 +155,5 @@ def run(cfg: dict, out_dir, log) -> dict:
         "generators_built": [k for k, v in built.items() if v],
         "timings": {"generators_s": t_gen, "prepare_s": t_prep, "score_s": timings},
         "started": t_start, "finished": time.time(), "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_scope": rss_scope,
     }

@@ -15,6 +15,10 @@ such as fAux+NG's |cosine| makes meaningful). Panels:
 - ``target_gradient``: the individuals split at the 25/50/75/95% quantiles of their
   target-gradient norm, so the top bin holds the 5% largest ("extremely large") gradients.
 
+Not plotted, in the csv and md only: ``target_gradient_logit`` (the same on the norm of the
+logit's gradient, when the records hold it) and ``target_gradient_job_rank`` (the same
+quantiles taken within each job, which removes differences between jobs from the bins).
+
 Writes ``fig5.csv`` (``panel,bin,ap,positive_rate,n,method,lo,hi,n_jobs,ap_job_mean``),
 ``fig5.md`` and ``fig5.png`` (fAux+NG's curves, ``PLOTTED``).
 
@@ -105,6 +109,8 @@ def load_fig5(sweep) -> tuple[dict, pd.DataFrame, list[tuple[str, str]]]:
         try:
             with np.load(path) as z:
                 rec = {k: z[k] for k in (*METHODS, "label", "ifs", "target_grad_norm")}
+                if "target_grad_norm_logit" in z.files:
+                    rec["target_grad_norm_logit"] = z["target_grad_norm_logit"]
         except (OSError, KeyError, ValueError) as exc:
             missing.append((f"{m['pair']} {m['fusion']} bias {m['bias']} draw {m['draw']}",
                             f"records unreadable ({type(exc).__name__}): {path}"))
@@ -124,7 +130,8 @@ def load_fig5(sweep) -> tuple[dict, pd.DataFrame, list[tuple[str, str]]]:
                      "peak_rss_mb": m.get("peak_rss_mb"), "dir": res["_dir"]})
     if not parts:
         return {}, pd.DataFrame(jobs), missing
-    pooled = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    keys = [k for k in parts[0] if all(k in p for p in parts)]     # optional keys: all or none
+    pooled = {k: np.concatenate([p[k] for p in parts]) for k in keys}
     return pooled, pd.DataFrame(jobs), missing
 
 
@@ -142,12 +149,36 @@ def fig5_groups(pooled: dict, jobs: pd.DataFrame) -> list[dict]:
     for i, (lo, hi) in enumerate(acc_bins):
         groups.append({"panel": "aux_accuracy", "bin": _fmt_range(lo, hi, i == len(acc_bins) - 1),
                        "mask": row_acc == i, "lo": lo, "hi": hi})
-    g_idx, g_bins = quantile_bins(pooled["target_grad_norm"], GRAD_QUANTILES)
-    for i, (lo, hi) in enumerate(g_bins):
-        groups.append({"panel": "target_gradient",
-                       "bin": _fmt_range(lo, hi, i == len(g_bins) - 1),
-                       "mask": g_idx == i, "lo": lo, "hi": hi})
+    for panel, key in (("target_gradient", "target_grad_norm"),
+                       ("target_gradient_logit", "target_grad_norm_logit")):
+        if key not in pooled:
+            continue
+        g_idx, g_bins = quantile_bins(pooled[key], GRAD_QUANTILES)
+        for i, (lo, hi) in enumerate(g_bins):
+            groups.append({"panel": panel, "bin": _fmt_range(lo, hi, i == len(g_bins) - 1),
+                           "mask": g_idx == i, "lo": lo, "hi": hi})
+    # the same quantiles taken within each job: the top bin is every job's 5% largest
+    # gradients, so differences between jobs (bias, pair, fusion) do not enter the bins
+    rank = within_job_rank(pooled["target_grad_norm"], job)
+    edges = np.asarray(GRAD_QUANTILES, dtype=float)
+    r_idx = np.clip(np.searchsorted(edges, rank, side="right") - 1, 0, edges.size - 2)
+    for i in range(edges.size - 1):
+        groups.append({"panel": "target_gradient_job_rank",
+                       "bin": "q" + _fmt_range(edges[i], edges[i + 1], i == edges.size - 2),
+                       "mask": r_idx == i, "lo": float(edges[i]), "hi": float(edges[i + 1])})
     return [g for g in groups if g["mask"].any()]
+
+
+def within_job_rank(values: np.ndarray, job: np.ndarray) -> np.ndarray:
+    """Each value's quantile rank in [0, 1) among the values of its own job."""
+    out = np.empty(values.size, dtype=float)
+    for j in np.unique(job):
+        sel = np.flatnonzero(job == j)
+        order = np.argsort(values[sel], kind="stable")
+        r = np.empty(sel.size)
+        r[order] = np.arange(sel.size) / sel.size
+        out[sel] = r
+    return out
 
 
 def _job_mean_ap(pooled, mask, method) -> tuple[float, int]:
@@ -185,7 +216,8 @@ def fig5_trends(frame: pd.DataFrame, pooled: dict, jobs: pd.DataFrame,
         out[f"ap_{name}"] = _ap(lab, pooled[method][mask]) if lab.size else float("nan")
         out[f"pos_{name}"] = float(lab.mean()) if lab.size else float("nan")
     f = frame[frame["method"] == method]
-    for panel in ("bias", "aux_accuracy", "target_gradient"):
+    for panel in ("bias", "aux_accuracy", "target_gradient", "target_gradient_logit",
+                  "target_gradient_job_rank"):
         sub = f[f["panel"] == panel]
         aps = sub["ap"].to_numpy()
         lifts = (sub["ap"] - sub["positive_rate"]).to_numpy()
@@ -195,11 +227,12 @@ def fig5_trends(frame: pd.DataFrame, pooled: dict, jobs: pd.DataFrame,
             out[f"spearman_{panel}"] = float(spearmanr(np.arange(len(aps)), aps).statistic)
             out[f"spearman_lift_{panel}"] = float(
                 spearmanr(np.arange(len(lifts)), lifts).statistic)
-        if panel == "target_gradient" and len(aps) >= 2:
-            out["ap_grad_top_bin"] = float(aps[-1])
-            out["ap_grad_other_bins_max"] = float(np.nanmax(aps[:-1]))
-            out["lift_grad_top_bin"] = float(lifts[-1])
-            out["lift_grad_other_bins_min"] = float(np.nanmin(lifts[:-1]))
+        if panel.startswith("target_gradient") and len(aps) >= 2:
+            tag = panel.replace("target_gradient", "grad")
+            out[f"ap_{tag}_top_bin"] = float(aps[-1])
+            out[f"ap_{tag}_other_bins_max"] = float(np.nanmax(aps[:-1]))
+            out[f"lift_{tag}_top_bin"] = float(lifts[-1])
+            out[f"lift_{tag}_other_bins_min"] = float(np.nanmin(lifts[:-1]))
     return out
 
 
@@ -352,18 +385,21 @@ def fig11_frame(sweep) -> pd.DataFrame:
 
 
 def fig11_correlations(frame: pd.DataFrame) -> dict:
-    """Pearson and Spearman correlations of AP with KS and with MSE over the jobs."""
+    """Pearson and Spearman correlations of AP with KS and with MSE over the jobs; the same
+    for the AP against the top 30% by IFS (``ap_top30``: more positives, less noise)."""
     from scipy.stats import pearsonr, spearmanr
 
     out: dict = {"n_points": int(len(frame))}
-    for q in ("ks", "mse"):
-        x, y = frame[q].to_numpy(float), frame["ap"].to_numpy(float)
-        ok = np.isfinite(x) & np.isfinite(y)
-        if ok.sum() >= 3 and np.ptp(x[ok]) > 0 and np.ptp(y[ok]) > 0:
-            out[f"pearson_ap_{q}"] = float(pearsonr(x[ok], y[ok]).statistic)
-            out[f"spearman_ap_{q}"] = float(spearmanr(x[ok], y[ok]).statistic)
-        else:
-            out[f"pearson_ap_{q}"] = out[f"spearman_ap_{q}"] = float("nan")
+    for ap in ("ap", "ap_top30"):
+        for q in ("ks", "mse"):
+            x, y = frame[q].to_numpy(float), frame[ap].to_numpy(float)
+            ok = np.isfinite(x) & np.isfinite(y)
+            tag = f"{ap}_{q}"
+            if ok.sum() >= 3 and np.ptp(x[ok]) > 0 and np.ptp(y[ok]) > 0:
+                out[f"pearson_{tag}"] = float(pearsonr(x[ok], y[ok]).statistic)
+                out[f"spearman_{tag}"] = float(spearmanr(x[ok], y[ok]).statistic)
+            else:
+                out[f"pearson_{tag}"] = out[f"spearman_{tag}"] = float("nan")
     return out
 
 
@@ -383,6 +419,10 @@ def plot_fig11(frame: pd.DataFrame, corr: dict, path: Path) -> Path:
                         linewidths=0.4)
         ax.axhline(frame["positive_rate"].iloc[0], color="grey", ls="--", lw=0.9,
                    label="random guess")
+        v = frame[q].to_numpy(float)
+        v = v[np.isfinite(v) & (v > 0)]
+        if v.size and v.max() / v.min() > 100:          # MSE can span decades: log axis
+            ax.set_xscale("log")
         ax.set_xlabel(name + " (lower: better GAN)")
         ax.set_title(f"AP vs {q.upper()}: Pearson {corr[f'pearson_ap_{q}']:.2f}, "
                      f"Spearman {corr[f'spearman_ap_{q}']:.2f}", fontsize=9)
@@ -414,8 +454,9 @@ def _fig11_md(frame: pd.DataFrame, corr: dict, facts: dict) -> str:
                    f"{ms(g, 'mse')} | {ms(g, 'mse_real')} |\n")
     out.append(f"\nPositive rate {frame['positive_rate'].iloc[0]:.3f}. Correlations over "
                f"{corr['n_points']} GANs (paper: KS correlates with AP, MSE does not):\n\n")
-    for k in ("pearson_ap_ks", "spearman_ap_ks", "pearson_ap_mse", "spearman_ap_mse"):
-        out.append(f"- {k}: {corr[k]:.3f}\n")
+    for k, v in corr.items():
+        if k != "n_points":
+            out.append(f"- {k}: {v:.3f}\n")
     out.append("\nSweep:\n\n")
     for k, v in facts.items():
         out.append(f"- {k}: {v:.3f}\n" if isinstance(v, float) else f"- {k}: {v}\n")

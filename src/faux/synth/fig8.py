@@ -27,7 +27,7 @@ from faux.synth.sampler import SyntheticGenerator
 
 log = logging.getLogger("faux.synth")
 
-FIG8_VERSION = 1
+FIG8_VERSION = 2
 CSV_COLUMNS = ["pair", "fusion", "bias", "ifs_mean", "ifs_median", "ifs_p95", "positive_rate",
                "n"]
 
