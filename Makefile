@@ -24,7 +24,7 @@ export FAUX_DATA_DIR
 export OMP_NUM_THREADS ?= 1
 export PYTHONWARNINGS ?= ignore::DeprecationWarning
 
-.PHONY: help install test test-full lint bench clean fig8 table1 fig4 table3 table4 fig5 fig11 all wandb-sync
+.PHONY: help install test test-full lint bench clean fig8 table1 real fig4 table3 table4 fig5 fig11 all wandb-sync
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-12s %s\n", $$1, $$2}'
@@ -59,6 +59,18 @@ endef
 table1: install ## Table 1: AP of 8 tests on 8 synthetic columns (outputs/results/table1.{csv,md,tex})
 	$(call sweep,table1)
 	$(PY) -m faux.aggregate $(call SWEEP,table1) --table table1 $(AGG_ARGS)
+
+real: install ## the real-data sweep shared by fig4/table3/table4 (SSL only when its CSV is placed)
+	$(call sweep,real)
+
+fig4: real ## Fig. 4/10: unfair vs fair model scores per test (outputs/figures/fig4_<dataset>.png, outputs/results/fig4.csv)
+	$(PY) -m faux.aggregate $(call SWEEP,real) --table fig4 $(AGG_ARGS)
+
+table3: real ## Table 3: NDCG of transparency reports (outputs/results/table3.{csv,md})
+	$(PY) -m faux.aggregate $(call SWEEP,real) --table table3 $(AGG_ARGS)
+
+table4: real ## Table 4: FlipTest vs fAux parameters and training time (outputs/results/table4.{csv,md})
+	$(PY) -m faux.aggregate $(call SWEEP,real) --table table4 $(AGG_ARGS)
 
 wandb-sync: install ## upload offline W&B runs (needs network and `wandb login`)
 	@find outputs -type d -name 'offline-run-*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync

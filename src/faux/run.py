@@ -54,7 +54,10 @@ def finished(out_dir: Path, chash: str) -> dict | None:
         res = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return res if res.get("config_hash") == chash and res.get("status") == "ok" else None
+    ok = res.get("config_hash") == chash and res.get("status") == "ok"
+    # a job that skipped (e.g. a dataset the user has not placed yet) is retried on rerun
+    skipped = isinstance(res.get("metrics"), dict) and res["metrics"].get("skipped")
+    return res if ok and not skipped else None
 
 
 def write_json_atomic(path: Path, obj: dict) -> None:

@@ -30,7 +30,7 @@ seed, so every model is trained once and every method scores the same individual
 Facts about the two targets, for reading Fig. 4: test accuracy of y, demographic-parity
 gap on the test split, the Adel adversary's accuracy (fair model only), and for both models
 a *probe*: a fresh MLP trained on the model's last hidden layer to predict c (same probe,
-same data for both), its validation accuracy beside the majority rate. For Adult, also the
+same data for both), its validation accuracy and AUROC beside the majority rate. For Adult, also the
 mean |p(x) - p(x')| when ``relationship=Husband`` and ``relationship=Wife`` are swapped
 (a hand-made counterfactual along the strongest proxy of sex).
 

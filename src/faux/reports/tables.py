@@ -157,3 +157,7 @@ def _table1_tex(frame: pd.DataFrame) -> str:
 
 
 BUILDERS = {"table1": build_table1}
+
+from faux.reports.real_tables import build_fig4, build_table3, build_table4  # noqa: E402
+
+BUILDERS.update({"fig4": build_fig4, "table3": build_table3, "table4": build_table4})
