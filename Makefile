@@ -72,6 +72,16 @@ table3: real ## Table 3: NDCG of transparency reports (outputs/results/table3.{c
 table4: real ## Table 4: FlipTest vs fAux parameters and training time (outputs/results/table4.{csv,md})
 	$(PY) -m faux.aggregate $(call SWEEP,real) --table table4 $(AGG_ARGS)
 
+fig5: install ## Fig. 5: fAux PR curves by bias, aux accuracy, target gradient (outputs/figures/fig5.png, outputs/results/fig5.csv)
+	$(call sweep,fig5)
+	$(PY) -m faux.aggregate $(call SWEEP,fig5) --table fig5 $(AGG_ARGS)
+
+fig11: install ## Fig. 11: FlipTest AP vs its GAN's KS and MSE over lambda (outputs/figures/fig11.png, outputs/results/fig11.csv)
+	$(call sweep,fig11)
+	$(PY) -m faux.aggregate $(call SWEEP,fig11) --table fig11 $(AGG_ARGS)
+
+all: table1 fig8 fig4 table3 table4 fig5 fig11 ## every table and figure
+
 wandb-sync: install ## upload offline W&B runs (needs network and `wandb login`)
 	@find outputs -type d -name 'offline-run-*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
 

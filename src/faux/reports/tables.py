@@ -161,3 +161,7 @@ BUILDERS = {"table1": build_table1}
 from faux.reports.real_tables import build_fig4, build_table3, build_table4  # noqa: E402
 
 BUILDERS.update({"fig4": build_fig4, "table3": build_table3, "table4": build_table4})
+
+from faux.reports.sweep_figures import BUILDERS as _SWEEP_BUILDERS  # noqa: E402
+
+BUILDERS.update(_SWEEP_BUILDERS)
