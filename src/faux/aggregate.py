@@ -59,7 +59,8 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m faux.aggregate", description=__doc__)
     ap.add_argument("sweep_dir", type=Path, nargs="+", help="multirun folder(s)")
-    ap.add_argument("--table", required=True, choices=sorted(tables.BUILDERS))
+    builders = tables.all_builders()
+    ap.add_argument("--table", required=True, choices=sorted(builders))
     ap.add_argument("--results-dir", type=Path, default=Path("outputs/results"))
     ap.add_argument("--figures-dir", type=Path, default=Path("outputs/figures"))
     ap.add_argument("--wandb", action="store_true", help="also log the table/figure to W&B")
@@ -70,7 +71,7 @@ def main(argv=None) -> int:
             s = read_sweep(d)
             sweep.results += s.results
             sweep.unfinished += s.unfinished
-        report = tables.BUILDERS[args.table](sweep, args.results_dir, args.figures_dir)
+        report = builders[args.table](sweep, args.results_dir, args.figures_dir)
     except FauxError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -264,7 +264,8 @@ def plot_fig5(pooled: dict, groups: list[dict], frame: pd.DataFrame, path: Path,
                 continue
             r, p = _pr_curve(lab, sc)
             ax.plot(r, p, color=col, lw=1.6,
-                    label=f"{g['bin']}: AP {row['ap']:.3f} (rate {row['positive_rate']:.2f})")
+                    label=f"{'bias ' if panel == 'bias' else ''}{g['bin']}: AP {row['ap']:.3f} "
+                          f"(rate {row['positive_rate']:.2f})")
             ax.axhline(row["positive_rate"], color=col, ls="--", lw=0.9)
         ax.set_title(titles[panel])
         ax.set_xlabel("recall")

@@ -158,10 +158,11 @@ def _table1_tex(frame: pd.DataFrame) -> str:
 
 BUILDERS = {"table1": build_table1}
 
-from faux.reports.real_tables import build_fig4, build_table3, build_table4  # noqa: E402
 
-BUILDERS.update({"fig4": build_fig4, "table3": build_table3, "table4": build_table4})
+def all_builders() -> dict:
+    """Every table/figure builder by name (imported here: their modules import this one)."""
+    from faux.reports.real_tables import build_fig4, build_table3, build_table4
+    from faux.reports.sweep_figures import BUILDERS as sweep
 
-from faux.reports.sweep_figures import BUILDERS as _SWEEP_BUILDERS  # noqa: E402
-
-BUILDERS.update(_SWEEP_BUILDERS)
+    return {"fig4": build_fig4, "table3": build_table3, "table4": build_table4, **sweep,
+            **BUILDERS}
