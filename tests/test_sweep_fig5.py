@@ -236,6 +236,34 @@ def test_pooled_ap_bins_and_trends_on_known_records(tmp_path):
     build_fig5(sweep, tmp_path / "res", tmp_path / "fig")
     text = (tmp_path / "res" / "fig5.md").read_text()
     assert "spearman_bias: 1.000" in text and "jobs_per_minute" in text
+    assert (tmp_path / "fig" / "fig5_faux_rank.png").exists()
+    # faux = 3 * faux_ng here: the same order within every job, so the same rank AP
+    fx = frame[frame["method"] == "faux"].set_index(["panel", "bin"])
+    assert fx["ap_job_rank"].to_numpy() == pytest.approx(ng["ap_job_rank"].to_numpy())
+
+
+def test_rank_pooling_removes_between_job_effects(tmp_path):
+    """Two jobs, no signal within either; the job with more positives scores higher overall.
+    Raw pooling rewards that; pooling within-job ranks gives the random-guess AP."""
+    rng = np.random.default_rng(1)
+    results = []
+    for j, (rate, shift) in enumerate(((0.8, 5.0), (0.1, 0.0))):
+        d = tmp_path / f"job{j}"
+        d.mkdir()
+        lab = (rng.random(4000) < rate).astype(np.int8)
+        sc = shift + rng.normal(size=4000)                   # independent of the label
+        np.savez(d / "records.npz", faux=sc, faux_ng=sc, faux_ig=sc, label=lab, ifs=sc,
+                 target_grad_norm=rng.random(4000))
+        results.append({"job": "fig5_cell", "_dir": str(d), "metrics": {
+            "pair": "magic/backache", "fusion": "concat", "bias": 0.5, "draw": j,
+            "column_seed": j, "aux_accuracy": 0.8, "positive_rate": float(lab.mean()),
+            "ap": {"faux": 0.5, "faux_ng": 0.5, "faux_ig": 0.5}}})
+    pooled, jobs, _ = load_fig5(Sweep(results=results))
+    row = fig5_frame(pooled, fig5_groups(pooled, jobs)).iloc[0]
+    assert row["panel"] == "all"
+    assert row["ap"] > row["positive_rate"] + 0.3            # raw pooling: a strong artefact
+    assert row["ap_job_rank"] == pytest.approx(row["positive_rate"], abs=0.03)
+    assert row["ap_job_mean"] == pytest.approx((0.8 + 0.1) / 2, abs=0.03)
 
 
 def test_missing_records_are_reported_not_fatal(tmp_path):
@@ -271,3 +299,23 @@ def test_aggregate_cli_runs_the_builder_once_registered(tmp_path, monkeypatch):
     # 3 methods x (all, 3 biases, 2 aux-accuracy bins (quartile edges 0.6, 0.6, 0.8, 0.95,
     # 0.95 merge into 2 bins), 5 gradient bins x 3 (prob, logit, within-job rank))
     assert len(rows) == 1 + 3 * (1 + 3 + 2 + 3 * 5)
+
+
+def test_scoring_chunks_bound_memory_without_changing_scores():
+    import torch
+
+    from faux.jobs.fig5_cell import scoring_options
+    from faux.methods.gradients import score
+    from faux.models.mlp import MLP
+
+    o = scoring_options({"ig_steps": 50, "ng": "feature"}, dim=4200, floats_per_chunk=2**25)
+    assert o["batch_size"] == 2**25 // (50 * 4200) and o["ng"] == "feature"
+    assert "batch_size" not in scoring_options({"ig_steps": 50}, 4200, None)
+    assert scoring_options({"batch_size": 8}, 10, 2**25)["batch_size"] == 8
+    torch.manual_seed(0)
+    x = torch.rand(300, 12)
+    tgt, aux = MLP(12, 16, 2), MLP(12, 8, 1)
+    for m in ("faux", "faux_ng", "faux_ig"):
+        whole = score(m, tgt, aux, x, ig_steps=20)
+        chunked = score(m, tgt, aux, x, **scoring_options({"ig_steps": 20}, 12, 20 * 12 * 7))
+        assert torch.allclose(whole, chunked, rtol=1e-5, atol=1e-7), m

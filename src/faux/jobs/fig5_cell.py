@@ -51,6 +51,21 @@ def _spec(node: dict, width: int, depth: int) -> MLPSpec:
     return MLPSpec(**kw)
 
 
+def scoring_options(options: dict, dim: int, floats_per_chunk: int | None) -> dict:
+    """``options`` with ``batch_size`` bounded so that one chunk of IG path points
+    (rows x ig_steps x dim floats) stays under ``floats_per_chunk`` (None: unbounded).
+    Chunking changes memory only: rows are scored independently and fAux+NG's per-feature
+    normalisation is taken over all rows after the chunks."""
+    from faux.methods.gradients import DEFAULTS
+
+    o = dict(options)
+    if floats_per_chunk:
+        steps = int(o.get("ig_steps", DEFAULTS["ig_steps"]))
+        rows = max(1, int(floats_per_chunk) // (steps * max(1, int(dim))))
+        o["batch_size"] = min(int(o.get("batch_size", DEFAULTS["batch_size"])), rows)
+    return o
+
+
 def target_grad_norm(target: torch.nn.Module, x: torch.Tensor, output: str) -> np.ndarray:
     """``|grad_x f_tar(x)|_2`` per row (of sigma(logit) when ``output == "prob"``)."""
     from faux.methods.gradients import input_gradients
@@ -119,10 +134,11 @@ def run(cfg: dict, out_dir, log) -> dict:
         f"target {arch['target_width']}x{arch['target_depth']}, aux "
         f"{arch['aux_width']}x{arch['aux_depth']}, positive rate {pc.positive_rate:.3f}")
 
+    options = scoring_options(st["options"], pc.test.dim, g.get("floats_per_chunk"))
     scores, aps, top30, timings = {}, {}, {}, {}
     aux_acc = None
     for m in AUX_METHODS:
-        s, info = score_method(m, pc, col_seed, aux_spec=aux_spec, options=st["options"],
+        s, info = score_method(m, pc, col_seed, aux_spec=aux_spec, options=options,
                                cache=cache, accelerator=acc)
         scores[m] = s.numpy()
         aps[m] = average_precision(pc.labels, s)
@@ -152,6 +168,7 @@ def run(cfg: dict, out_dir, log) -> dict:
         "target_params": pc.target_info["n_params"],
         "target_grad_norm_mean": float(gnorm.mean()),
         "ap": aps, "ap_top30": top30, "records": RECORDS,
+        "score_batch_size": options.get("batch_size"),
         "generators_built": [k for k, v in built.items() if v],
         "timings": {"generators_s": t_gen, "prepare_s": t_prep, "score_s": timings},
         "started": t_start, "finished": time.time(), "peak_rss_mb": peak_rss_mb(),

@@ -19,8 +19,15 @@ Not plotted, in the csv and md only: ``target_gradient_logit`` (the same on the 
 logit's gradient, when the records hold it) and ``target_gradient_job_rank`` (the same
 quantiles taken within each job, which removes differences between jobs from the bins).
 
-Writes ``fig5.csv`` (``panel,bin,ap,positive_rate,n,method,lo,hi,n_jobs,ap_job_mean``),
-``fig5.md`` and ``fig5.png`` (fAux+NG's curves, ``PLOTTED``).
+Pooled AP also ranks individuals of different jobs against each other, so a job's base
+rate and score scale enter it; ``ap_job_rank`` (pooled AP of each job's scores replaced by
+their within-job rank) and ``ap_job_mean`` leave only the within-job ranking.
+
+Writes ``fig5.csv`` (``panel,bin,ap,positive_rate,n,method,lo,hi,n_jobs,ap_job_mean,
+ap_job_rank``),
+``fig5.md``, ``fig5.png`` (fAux+NG's curves, ``PLOTTED``, raw scores pooled) and
+``fig5_faux_rank.png`` (fAux's curves, within-job ranks pooled: the paper's Fig. 5 plots
+fAux, whose raw scores are not comparable across jobs).
 
 ``build_fig11`` writes one row per fig11 job (λ, GAN seed, AP, KS, MSE) to ``fig11.csv``,
 the Pearson and Spearman correlations of AP with KS and with MSE to ``fig11.md``, and
@@ -195,44 +202,50 @@ def _job_mean_ap(pooled, mask, method) -> tuple[float, int]:
 def fig5_frame(pooled: dict, groups: list[dict]) -> pd.DataFrame:
     rows = []
     for method in (PLOTTED, *[m for m in METHODS if m != PLOTTED]):
+        # each job's scores replaced by their rank within the job: pooled, these rank
+        # individuals against their own job only (no between-job scale or base-rate effects)
+        ranked = within_job_rank(pooled[method], pooled["job"])
         for g in groups:
             lab, sc = pooled["label"][g["mask"]], pooled[method][g["mask"]]
             jm, nj = _job_mean_ap(pooled, g["mask"], method)
             rows.append({"panel": g["panel"], "bin": g["bin"], "ap": _ap(lab, sc),
                          "positive_rate": float(lab.mean()), "n": int(lab.size),
                          "method": method, "lo": g["lo"], "hi": g["hi"], "n_jobs": nj,
-                         "ap_job_mean": jm})
+                         "ap_job_mean": jm, "ap_job_rank": _ap(lab, ranked[g["mask"]])})
     return pd.DataFrame(rows)
 
 
 def fig5_trends(frame: pd.DataFrame, pooled: dict, jobs: pd.DataFrame,
-                method: str = PLOTTED) -> dict:
-    """The checks of Section 4.4's claims, on ``method``'s pooled scores."""
-    out: dict = {"method": method}
+                method: str = PLOTTED, col: str = "ap") -> dict:
+    """The checks of Section 4.4's claims on ``method``'s pooled AP (``col="ap"``) or on
+    the pooled AP of within-job ranks (``col="ap_job_rank"``). ``lift`` = AP - positive
+    rate (AP above random guessing)."""
+    from scipy.stats import spearmanr
+
+    out: dict = {"method": method, "score": "within-job rank" if col == "ap_job_rank" else "raw"}
+    scores = (within_job_rank(pooled[method], pooled["job"]) if col == "ap_job_rank"
+              else pooled[method])
     bias_of_row = jobs["bias"].to_numpy()[pooled["job"]]
     hi, lo = bias_of_row >= 0.75, bias_of_row <= 0.25
     for name, mask in (("bias_ge_0.75", hi), ("bias_le_0.25", lo)):
         lab = pooled["label"][mask]
-        out[f"ap_{name}"] = _ap(lab, pooled[method][mask]) if lab.size else float("nan")
+        out[f"ap_{name}"] = _ap(lab, scores[mask]) if lab.size else float("nan")
         out[f"pos_{name}"] = float(lab.mean()) if lab.size else float("nan")
     f = frame[frame["method"] == method]
     for panel in ("bias", "aux_accuracy", "target_gradient", "target_gradient_logit",
                   "target_gradient_job_rank"):
         sub = f[f["panel"] == panel]
-        aps = sub["ap"].to_numpy()
-        lifts = (sub["ap"] - sub["positive_rate"]).to_numpy()
-        if len(aps) >= 2:
-            from scipy.stats import spearmanr
-
-            out[f"spearman_{panel}"] = float(spearmanr(np.arange(len(aps)), aps).statistic)
-            out[f"spearman_lift_{panel}"] = float(
-                spearmanr(np.arange(len(lifts)), lifts).statistic)
-        if panel.startswith("target_gradient") and len(aps) >= 2:
+        aps = sub[col].to_numpy(float)
+        lifts = aps - sub["positive_rate"].to_numpy(float)
+        if len(aps) < 2:
+            continue
+        out[f"spearman_{panel}"] = float(spearmanr(np.arange(len(aps)), aps).statistic)
+        out[f"spearman_lift_{panel}"] = float(spearmanr(np.arange(len(lifts)), lifts).statistic)
+        if panel.startswith("target_gradient"):
             tag = panel.replace("target_gradient", "grad")
-            out[f"ap_{tag}_top_bin"] = float(aps[-1])
-            out[f"ap_{tag}_other_bins_max"] = float(np.nanmax(aps[:-1]))
             out[f"lift_{tag}_top_bin"] = float(lifts[-1])
             out[f"lift_{tag}_other_bins_min"] = float(np.nanmin(lifts[:-1]))
+            out[f"lift_{tag}_other_bins_max"] = float(np.nanmax(lifts[:-1]))
     return out
 
 
@@ -244,7 +257,9 @@ def _pr_curve(labels, scores):
 
 
 def plot_fig5(pooled: dict, groups: list[dict], frame: pd.DataFrame, path: Path,
-              method: str = PLOTTED) -> Path:
+              method: str = PLOTTED, rank: bool = False) -> Path:
+    """Panels (a)-(c): ``method``'s pooled PR curve per bin, with its random-guess line;
+    ``rank=True`` pools each job's within-job score ranks instead of the raw scores."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -254,17 +269,19 @@ def plot_fig5(pooled: dict, groups: list[dict], frame: pd.DataFrame, path: Path,
               "target_gradient": r"(c) by target-gradient norm $|\nabla f_{tar}|$"}
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
     f = frame[frame["method"] == method].set_index(["panel", "bin"])
+    ap_col = "ap_job_rank" if rank else "ap"
+    scores = within_job_rank(pooled[method], pooled["job"]) if rank else pooled[method]
     for ax, panel in zip(axes, titles):
         gs = [g for g in groups if g["panel"] == panel]
         colors = plt.cm.viridis(np.linspace(0.0, 0.9, max(1, len(gs))))
         for g, col in zip(gs, colors):
-            lab, sc = pooled["label"][g["mask"]], pooled[method][g["mask"]]
+            lab, sc = pooled["label"][g["mask"]], scores[g["mask"]]
             row = f.loc[(panel, g["bin"])]
             if lab.min() == lab.max():
                 continue
             r, p = _pr_curve(lab, sc)
             ax.plot(r, p, color=col, lw=1.6,
-                    label=f"{'bias ' if panel == 'bias' else ''}{g['bin']}: AP {row['ap']:.3f} "
+                    label=f"{'bias ' if panel == 'bias' else ''}{g['bin']}: AP {row[ap_col]:.3f} "
                           f"(rate {row['positive_rate']:.2f})")
             ax.axhline(row["positive_rate"], color=col, ls="--", lw=0.9)
         ax.set_title(titles[panel])
@@ -274,8 +291,10 @@ def plot_fig5(pooled: dict, groups: list[dict], frame: pd.DataFrame, path: Path,
         ax.legend(fontsize=7, loc="upper right", title="dashed: random guess",
                   title_fontsize=7)
     axes[0].set_ylabel("precision")
-    fig.suptitle(f"Fig. 5: {LABELS[method]} PR curves pooled over the Section 4.4 sweep "
-                 f"({int(pooled['job'].max()) + 1} jobs, {pooled['label'].size} individuals)")
+    what = "within-job score ranks" if rank else "scores"
+    fig.suptitle(f"Fig. 5: {LABELS[method]} PR curves, {what} pooled over the Section 4.4 "
+                 f"sweep ({int(pooled['job'].max()) + 1} jobs, {pooled['label'].size} "
+                 "individuals)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130)
@@ -300,27 +319,35 @@ def _sweep_facts(jobs: pd.DataFrame) -> dict:
     return out
 
 
-def _fig5_md(frame: pd.DataFrame, trends: dict, facts: dict) -> str:
+def _fig5_md(frame: pd.DataFrame, trends: list[dict], facts: dict) -> str:
     out = [f"Fig. 5 (Section 4.4): pooled AP per bin; the plotted method is "
            f"{LABELS[PLOTTED]} (`{PLOTTED}`). `rate` is the positive rate (random-guess AP); "
-           "`job-mean` the mean of the per-job APs in the bin.\n\n",
+           "`job-mean` the mean of the per-job APs in the bin; `rank AP` the pooled AP of "
+           "within-job score ranks (no between-job effects).\n\n",
            "| panel | bin | n | jobs | rate | " + " | ".join(f"AP {LABELS[m]}" for m in METHODS)
-           + f" | job-mean AP {LABELS[PLOTTED]} |\n", "|---|---|---|---|---|"
-           + "---|" * len(METHODS) + "---|\n"]
+           + f" | job-mean AP {LABELS[PLOTTED]} | " + " | ".join(
+               f"rank AP {LABELS[m]}" for m in METHODS) + " |\n",
+           "|---|---|---|---|---|" + "---|" * (2 * len(METHODS) + 1) + "\n"]
     base = frame[frame["method"] == PLOTTED]
-    for _, r in base.iterrows():
-        aps = []
+
+    def cells(r, col):
+        out = []
         for m in METHODS:
             v = frame[(frame["method"] == m) & (frame["panel"] == r["panel"])
-                      & (frame["bin"] == r["bin"])]["ap"]
-            aps.append(f"{float(v.iloc[0]):.3f}" if len(v) else "—")
+                      & (frame["bin"] == r["bin"])][col]
+            out.append(f"{float(v.iloc[0]):.3f}" if len(v) else "—")
+        return " | ".join(out)
+
+    for _, r in base.iterrows():
         out.append(f"| {r['panel']} | {r['bin']} | {r['n']} | {r['n_jobs']} | "
-                   f"{r['positive_rate']:.3f} | " + " | ".join(aps)
-                   + f" | {r['ap_job_mean']:.3f} |\n")
-    out.append("\nTrend checks (" + LABELS[PLOTTED] + "):\n\n")
-    for k, v in trends.items():
-        if k != "method":
-            out.append(f"- {k}: {v:.3f}\n" if isinstance(v, float) else f"- {k}: {v}\n")
+                   f"{r['positive_rate']:.3f} | {cells(r, 'ap')} | {r['ap_job_mean']:.3f} | "
+                   f"{cells(r, 'ap_job_rank')} |\n")
+    for t in trends:
+        out.append(f"\nTrend checks, {LABELS[t['method']]} ({t['score']} scores pooled; "
+                   "lift = AP - positive rate):\n\n")
+        for k, v in t.items():
+            if k not in ("method", "score"):
+                out.append(f"- {k}: {v:.3f}\n" if isinstance(v, float) else f"- {k}: {v}\n")
     out.append("\nSweep:\n\n")
     for k, v in facts.items():
         out.append(f"- {k}: {v:.3f}\n" if isinstance(v, float) else f"- {k}: {v}\n")
@@ -338,7 +365,8 @@ def build_fig5(sweep, results_dir: Path, figures_dir: Path):
         return report
     groups = fig5_groups(pooled, jobs)
     frame = fig5_frame(pooled, groups)
-    trends = fig5_trends(frame, pooled, jobs)
+    trends = [fig5_trends(frame, pooled, jobs, PLOTTED, "ap"),
+              fig5_trends(frame, pooled, jobs, "faux", "ap_job_rank")]
     facts = _sweep_facts(jobs)
     report.frame = frame
     results_dir = Path(results_dir)
@@ -350,7 +378,9 @@ def build_fig5(sweep, results_dir: Path, figures_dir: Path):
     text = _fig5_md(frame, trends, facts)
     md.write_text(text)
     png = plot_fig5(pooled, groups, frame, Path(figures_dir) / "fig5.png")
-    report.files = [csv, md, results_dir / "fig5_jobs.csv", png]
+    png_rank = plot_fig5(pooled, groups, frame, Path(figures_dir) / "fig5_faux_rank.png",
+                         method="faux", rank=True)
+    report.files = [csv, md, results_dir / "fig5_jobs.csv", png, png_rank]
     report.lines.append(text)
     report.lines.append("wrote " + ", ".join(str(f) for f in report.files))
     return report
