@@ -2,10 +2,10 @@
 
 import pytest
 import torch
-from torch import nn
 
 from faux.errors import ConfigError, DataError
 from faux.methods.fliptest import FlipTest
+from linear_model import Linear
 
 SHIFT = torch.tensor([2.0, -1.0, 0.0])
 
@@ -15,16 +15,6 @@ def _toy(n=500, seed=0):
     x0 = torch.randn(n, 3, generator=g)
     x1 = torch.randn(n, 3, generator=g) + SHIFT
     return torch.cat([x0, x1]), torch.cat([torch.zeros(n), torch.ones(n)])
-
-
-class Linear(nn.Module):
-    def __init__(self, a, b=0.0):
-        super().__init__()
-        self.a, self.b = nn.Parameter(torch.as_tensor(a)), b
-
-    def forward(self, x):
-        return x @ self.a + self.b
-
 
 @pytest.fixture(scope="module")
 def fitted():

@@ -2,10 +2,10 @@
 
 import pytest
 import torch
-from torch import nn
 
 from faux.errors import ConfigError, DataError
 from faux.methods.fta_lin import FTALin, sensitive_subspace
+from linear_model import Linear
 
 U = torch.tensor([1.0, 2.0, 0.0, 0.0, 0.0])
 
@@ -15,16 +15,6 @@ def _data(n=800, seed=0):
     x = torch.randn(n, 5, generator=g)
     c = (x @ U + 0.3 * torch.randn(n, generator=g) > 0).float()
     return x, c
-
-
-class Linear(nn.Module):
-    def __init__(self, a, b=0.0):
-        super().__init__()
-        self.a, self.b = nn.Parameter(torch.as_tensor(a)), b
-
-    def forward(self, x):
-        return x @ self.a + self.b
-
 
 def test_subspace_is_the_unit_lr_direction():
     x, c = _data()

@@ -7,6 +7,7 @@ from torch.nn import functional as F
 
 from faux.errors import ConfigError, DataError
 from faux.methods.unfair_map import UnfairMap
+from linear_model import Linear
 
 U = torch.tensor([1.0, 2.0, 0.0, 0.0, 0.0])
 
@@ -17,16 +18,6 @@ def _data(n=400, seed=0):
     c = (x @ U + 0.3 * torch.randn(n, generator=g) > 0).float()
     y = (x[:, 0] + x[:, 2] > 0).float()
     return x, c, y
-
-
-class Linear(nn.Module):
-    def __init__(self, a, b=0.0):
-        super().__init__()
-        self.a, self.b = nn.Parameter(torch.as_tensor(a)), b
-
-    def forward(self, x):
-        return x @ self.a + self.b
-
 
 def _mlp(seed=0, scale=1.0):
     torch.manual_seed(seed)
