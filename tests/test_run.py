@@ -48,3 +48,22 @@ def test_bad_dataset_file_is_a_one_line_error(tmp_path):
     assert r.returncode == 2
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("error:") and "magic" in last
+
+
+def test_config_hash_ignores_other_studies_profile_sections():
+    from faux.run import config_hash
+
+    base = {"job": "table1_cell", "seed": 0, "paths": {"a": 1},
+            "profile": {"runs": 3, "fig5": {"draws": 2}, "real": {"seeds": 2}}}
+    other = json.loads(json.dumps(base))
+    other["profile"]["fig5"]["draws"] = 5          # another study's section changed
+    del other["profile"]["real"]
+    other["paths"]["a"] = 2                        # volatile
+    assert config_hash(base) == config_hash(other)
+    changed = json.loads(json.dumps(base))
+    changed["profile"]["runs"] = 10                # a key this job reads
+    assert config_hash(changed) != config_hash(base)
+    fig5 = {**json.loads(json.dumps(base)), "job": "fig5_cell"}
+    fig5_more = json.loads(json.dumps(fig5))
+    fig5_more["profile"]["fig5"]["draws"] = 5      # the fig5 job's own section counts
+    assert config_hash(fig5) != config_hash(fig5_more)

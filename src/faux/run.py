@@ -28,6 +28,10 @@ log = logging.getLogger("faux.run")
 #: config keys that do not change what a job computes (left out of the config hash)
 _VOLATILE = ("paths", "hydra", "logger", "launcher", "trainer.accelerator")
 
+#: profile sections read by one job only; other jobs leave them out of their hash, so adding
+#: or changing a study's section does not make every other study's sweep rerun
+_STUDY_SECTIONS = {"real": "real_cell", "fig5": "fig5_cell", "fig11": "fig11_cell"}
+
 
 def plain_config(cfg: DictConfig) -> dict:
     """The resolved config as plain containers, without Hydra's own node."""
@@ -35,7 +39,8 @@ def plain_config(cfg: DictConfig) -> dict:
 
 
 def config_hash(cfg: dict) -> str:
-    """A stable hash of what the job computes: the config less paths, logging and launcher."""
+    """A stable hash of what the job computes: the config less paths, logging, launcher and
+    the profile sections of other studies."""
     c = json.loads(json.dumps(cfg, default=str))
     for key in _VOLATILE:
         node, *rest = key.split(".")
@@ -43,6 +48,11 @@ def config_hash(cfg: dict) -> str:
             c[node].pop(rest[0], None)
         elif not rest:
             c.pop(node, None)
+    profile = c.get("profile")
+    if isinstance(profile, dict):
+        for section, owner in _STUDY_SECTIONS.items():
+            if c.get("job") != owner:
+                profile.pop(section, None)
     blob = json.dumps(c, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
