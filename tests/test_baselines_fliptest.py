@@ -91,3 +91,12 @@ def test_bad_inputs(fitted):
         ft.score(Linear(torch.ones(3)), x, c=c[:10])
     with pytest.raises(ConfigError):
         FlipTest(n_critic=0)
+
+
+def test_fit_many_gives_what_fit_gives_per_seed(fitted):
+    x, c, ft = fitted
+    many = FlipTest(width=32, gen_steps=120, accelerator="cpu").fit_many(x, c, [7, 0])
+    f = Linear(torch.tensor([1.0, 0.0, 0.0]), -1.0)
+    torch.testing.assert_close(many[1].score(f, x, c=c), ft.score(f, x, c=c), rtol=1e-4, atol=1e-4)
+    assert not torch.allclose(many[0].score(f, x, c=c), ft.score(f, x, c=c))
+    assert many[0].info["n_seeds_trained_together"] == 2 and many[1].group_clf is not None

@@ -47,22 +47,79 @@ def test_training_is_deterministic(gans):
 
 def test_clipping_bounds_the_critic():
     from faux.models.mlp import MLP
-    from faux.models.wgan import FlipGAN, Generator, GroupPairSampler
+    from faux.models.training import fit
+    from faux.models.wgan import FlipGAN, SeedsPairSampler, StackedMLP
 
     x, c = _toy(200)
     spec = GANSpec(width=8, gen_steps=3, clip=0.003, lr=1e-2)
     m, s = x.mean(0), x.std(0)
-    module = FlipGAN(Generator(2, 8, 1, m, s), Generator(2, 8, 1, m, s), MLP(2, 8, 1),
-                     MLP(2, 8, 1), spec)
-    from faux.models.training import fit
-
+    torch.manual_seed(0)
+    module = FlipGAN(StackedMLP([MLP(2, 8, 1, d_out=2) for _ in range(2)]),
+                     StackedMLP([MLP(2, 8, 1) for _ in range(2)]), spec)
     z = (x - m) / s
-    fit(module, GroupPairSampler(z[c == 0], z[c == 1], batch_size=16, n_critic=5, gen_steps=3,
-                                 seed=0), None, max_epochs=1, accelerator="cpu")
-    for critic in (module.critic01, module.critic10):
-        w = torch.cat([p.flatten() for p in critic.parameters()])
-        assert float(w.detach().abs().max()) <= 0.003 + 1e-9
-    assert float(torch.cat([p.detach().flatten() for p in module.gen01.parameters()]).abs().max()) > 0.003
+    fit(module, SeedsPairSampler(z[c == 0], z[c == 1], seeds=[0], batch_size=16, n_critic=5,
+                                 gen_steps=3), None, max_epochs=1, accelerator="cpu")
+    w = torch.cat([p.flatten() for p in module.critics.parameters()])
+    assert float(w.detach().abs().max()) <= 0.003 + 1e-9
+    assert float(torch.cat([p.detach().flatten() for p in module.gens.parameters()]).abs().max()) > 0.003
+
+
+def test_stacked_mlp_equals_its_members():
+    from faux.models.mlp import MLP
+    from faux.models.wgan import StackedMLP
+
+    torch.manual_seed(0)
+    members = [MLP(5, 7, 2, d_out=3) for _ in range(3)]
+    stack = StackedMLP(members)
+    x = torch.randn(3, 11, 5)
+    out = stack(x)
+    for e, net in enumerate(members):
+        torch.testing.assert_close(out[e], net(x[e]), rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(stack.member(e)(x[e]), net(x[e]), rtol=1e-6, atol=1e-6)
+
+
+def test_seeds_trained_together_equal_seeds_trained_alone():
+    from faux.models.wgan import train_fliptest_gans_many
+
+    x, c = _toy(300)
+    spec = GANSpec(width=16, depth=2, gen_steps=40)
+    together = train_fliptest_gans_many(x, c, spec, seeds=[3, 5], accelerator="cpu")
+    alone = train_fliptest_gans(x, c, spec, seed=5, accelerator="cpu")
+    other = train_fliptest_gans(x, c, spec, seed=3, accelerator="cpu")
+    with torch.no_grad():
+        for (g01, g10, info), (a01, a10, _) in zip(together, (other, alone)):
+            torch.testing.assert_close(g01(x[:64]), a01(x[:64]), rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(g10(x[:64]), a10(x[:64]), rtol=1e-4, atol=1e-4)
+            assert info["n_seeds_trained_together"] == 2
+            assert info["n_params"] == alone[2]["n_params"]
+        # and the two seeds really differ
+        assert not torch.allclose(together[0][0](x[:64]), together[1][0](x[:64]))
+
+
+def test_closed_form_mse_equals_per_feature_regressions():
+    from sklearn.linear_model import LinearRegression, Ridge
+
+    from faux.models.wgan import _linear_mse
+
+    rng = np.random.default_rng(0)
+    real = rng.normal(size=(300, 6)) @ rng.normal(size=(6, 6))
+    gen = rng.normal(size=(200, 6)) @ rng.normal(size=(6, 6))
+
+    def loop(model, real, gen):
+        on_gen, on_real = [], []
+        for j in range(real.shape[1]):
+            rest = [k for k in range(real.shape[1]) if k != j]
+            reg = model().fit(real[:, rest], real[:, j])
+            on_gen.append(np.mean((gen[:, j] - reg.predict(gen[:, rest])) ** 2))
+            on_real.append(np.mean((real[:, j] - reg.predict(real[:, rest])) ** 2))
+        return np.mean(on_gen), np.mean(on_real)
+
+    assert _linear_mse(real, gen, ridge=0.0) == pytest.approx(loop(LinearRegression, real, gen),
+                                                               rel=1e-8)
+    # fewer rows than features: the ridge form equals scikit-learn's Ridge(alpha = ridge * n)
+    wide, wide_gen = rng.normal(size=(20, 40)), rng.normal(size=(30, 40))
+    got = _linear_mse(wide, wide_gen, ridge=0.5)
+    assert got == pytest.approx(loop(lambda: Ridge(alpha=0.5 * 20), wide, wide_gen), rel=1e-6)
 
 
 def test_quality_metrics():

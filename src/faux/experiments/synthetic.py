@@ -148,8 +148,11 @@ def train_aux(pc: PreparedColumn, spec: MLPSpec, seed: int, cache: Cache | None 
 def score_method(method: str, pc: PreparedColumn, run_seed: int, *, aux_spec: MLPSpec,
                  options: dict | None = None, gan_kwargs: dict | None = None,
                  unfair_map_kwargs: dict | None = None, cache: Cache | None = None,
-                 accelerator: str = "auto") -> tuple[torch.Tensor, dict]:
-    """Scores of ``method`` for the column's test individuals, and run facts (aux accuracy...)."""
+                 accelerator: str = "auto", fitted=None) -> tuple[torch.Tensor, dict]:
+    """Scores of ``method`` for the column's test individuals, and run facts (aux accuracy...).
+
+    ``fitted``: FlipTest already trained for this run (``FlipTest.fit_many`` trains a cell's
+    seeds together); otherwise it is trained here."""
     from faux.methods.gradients import score
     from faux.methods.lic_ub import lic_ub
 
@@ -177,7 +180,7 @@ def score_method(method: str, pc: PreparedColumn, run_seed: int, *, aux_spec: ML
     elif method == "fliptest":
         from faux.methods.fliptest import FlipTest
 
-        ft = FlipTest(**(gan_kwargs or {})).fit(pc.train.x, pc.train.c, seed=run_seed)
+        ft = fitted or FlipTest(**(gan_kwargs or {})).fit(pc.train.x, pc.train.c, seed=run_seed)
         s = ft.score(pc.target, x, c=pc.test.c)
         q = ft.quality(pc.val.x, pc.val.c)
         info.update(gan_ks=q["ks"], gan_mse=q["mse"])

@@ -52,11 +52,21 @@ def run(cfg: dict, out_dir, log) -> dict:
     log(f"{name} ({col.xc}/{col.xy}, bias {col.bias}, {col.fusion}): positive rate "
         f"{pc.positive_rate:.3f}, target accuracy {pc.target_info['accuracy']:.3f}")
     aps, top30, facts = [], [], []
-    for s in run_seeds(method, int(cfg["seed"]), int(p["runs"])):
+    seeds = run_seeds(method, int(cfg["seed"]), int(p["runs"]))
+    fitted = [None] * len(seeds)
+    if method == "fliptest":          # the cell's GAN seeds train together, as one stack
+        from faux.methods.fliptest import FlipTest
+
+        log(f"  training FlipTest's GANs for {len(seeds)} seeds together")
+        fitted = FlipTest(**_kwargs(cfg["model"]["gan"]), accelerator=acc).fit_many(
+            pc.train.x, pc.train.c, seeds)
+    for s, ft in zip(seeds, fitted):
         scores, info = score_method(method, pc, s, aux_spec=aux_spec, options=st["options"],
                                     gan_kwargs=_kwargs(cfg["model"]["gan"]),
                                     unfair_map_kwargs=st.get("unfair_map"), cache=cache,
-                                    accelerator=acc)
+                                    accelerator=acc, fitted=ft)
+        if ft is not None:
+            info["gan_train_s"] = ft.info["train_time_s"]
         aps.append(average_precision(pc.labels, scores))
         top30.append(ap_top_fraction(pc.ifs_test, scores, 0.3))
         facts.append(info)

@@ -29,7 +29,7 @@ from sklearn.linear_model import LogisticRegression
 from faux.errors import ConfigError, DataError
 from faux.methods.gradients import check_model, check_output, check_x, forward_logits
 from faux.models.training import as_binary, as_features
-from faux.models.wgan import GANSpec, gan_quality, train_fliptest_gans
+from faux.models.wgan import GANSpec, gan_quality, train_fliptest_gans_many
 
 
 class FlipTest:
@@ -56,17 +56,29 @@ class FlipTest:
 
     def fit(self, x, c, y=None, seed: int = 0) -> FlipTest:
         """Train both GANs on ``(x, c)`` (c binary, both groups present); ``y`` is unused."""
+        return self.fit_many(x, c, [seed])[0]
+
+    def fit_many(self, x, c, seeds) -> list[FlipTest]:
+        """One fitted FlipTest per seed, all trained together as one stack of networks
+        (``train_fliptest_gans_many``); seed ``s`` gives what ``fit(x, c, seed=s)`` gives.
+        The first is ``self``; the others are copies with the same settings."""
         x = as_features(x, "x")
         c = as_binary(c, x.shape[0], "c")
         if c.ndim != 1:
             raise DataError("FlipTest needs one binary protected attribute c of shape (n,)")
-        self.gen01, self.gen10, self.info = train_fliptest_gans(
-            x, c, self.spec, seed=seed, accelerator=self.accelerator)
+        trained = train_fliptest_gans_many(x, c, self.spec, seeds=list(seeds),
+                                           accelerator=self.accelerator)
         xn, cn = x.double().numpy(), c.numpy().astype(int)   # CPU tensors (as_features)
-        self.group_clf = LogisticRegression(max_iter=1000).fit(xn, cn)
-        self.info["group_acc"] = float(self.group_clf.score(xn, cn))
-        self.d = x.shape[1]
-        return self
+        group_clf = LogisticRegression(max_iter=1000).fit(xn, cn)
+        group_acc = float(group_clf.score(xn, cn))
+        out = []
+        for i, (g01, g10, info) in enumerate(trained):
+            ft = self if i == 0 else FlipTest.from_spec(self.spec, output=self.output,
+                                                        accelerator=self.accelerator)
+            ft.gen01, ft.gen10, ft.info = g01, g10, {**info, "group_acc": group_acc}
+            ft.group_clf, ft.d = group_clf, x.shape[1]
+            out.append(ft)
+        return out
 
     # ------------------------------------------------------------------ helpers
     def _check(self, x) -> torch.Tensor:

@@ -18,13 +18,17 @@ Differences from the reference, all for robustness or cost:
   metrics are computed in standardised units, ``Generator`` maps raw features to raw
   features;
 * one critic step uses one loss ``mean D(fake) - mean D(real)`` (the reference takes two
-  RMSprop steps, real then fake); the generator step draws its own batch.
+  RMSprop steps, real then fake); the generator step draws its own batch;
+* both directions, and every seed asked for at once (``train_fliptest_gans_many``), train
+  as one stack of networks with batched matrix products; each member still has its own
+  weights, batches and optimiser state, so the result per seed is the same.
 
 Quality metrics (A.11.4, FlipTest §5), per direction and averaged over the two:
 
 * ``ks``: mean over features of the two-sample Kolmogorov-Smirnov statistic between the
   real target-group data and the generated data (``scipy.stats.ks_2samp``);
-* ``mse``: for each feature, a linear regression predicting it from the other features is
+* ``mse``: for each feature, a linear regression predicting it from the other features
+  (with a small ridge penalty, ``MSE_RIDGE``; all features at once in closed form) is
   fitted on the *real* target-group data and its mean squared error is measured on the
   *generated* data; averaged over features (standardised units). Fitting on real data and
   scoring the generated data asks whether G(x) obeys the linear relations of the real
@@ -41,7 +45,6 @@ import numpy as np
 import pytorch_lightning as pl
 import torch
 from scipy.stats import ks_2samp
-from sklearn.linear_model import LinearRegression
 
 from faux.errors import ConfigError, DataError
 from faux.models.mlp import MLP
@@ -88,6 +91,50 @@ class Generator(torch.nn.Module):
         return self.forward_std((x - self.mean) / self.std) * self.std + self.mean
 
 
+class StackedMLP(torch.nn.Module):
+    """``E`` independent MLPs evaluated in one batched pass: (E, B, d_in) -> (E, B, d_out).
+
+    Built from initialised :class:`MLP` members (so each member starts exactly as the MLP its
+    seed would give); layer ``l`` holds weights (E, in, out) and biases (E, 1, out), applied
+    with ``torch.baddbmm``. Losses summed over members give each member its own gradient, and
+    RMSprop and weight clipping act element by element, so training the stack equals training
+    the members one by one (up to float summation order; tested).
+    """
+
+    def __init__(self, members: list[MLP]):
+        super().__init__()
+        first = members[0]
+        if first.projection is not None:
+            raise ConfigError("StackedMLP does not support input projections")
+        self.shape = (first.d_in, first.width, first.depth, first.d_out)
+        linears = [[m for m in net.modules() if isinstance(m, torch.nn.Linear)] for net in members]
+        self.weights = torch.nn.ParameterList(
+            torch.nn.Parameter(torch.stack([lin[i].weight.detach().T for lin in linears]).contiguous())
+            for i in range(len(linears[0])))
+        self.biases = torch.nn.ParameterList(
+            torch.nn.Parameter(torch.stack([lin[i].bias.detach()[None] for lin in linears]).contiguous())
+            for i in range(len(linears[0])))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        last = len(self.weights) - 1
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            x = torch.baddbmm(b, x, w)
+            if i < last:
+                x = torch.relu(x)
+        return x
+
+    def member(self, e: int) -> MLP:
+        """Member ``e`` as a plain :class:`MLP` (a copy)."""
+        d_in, width, depth, d_out = self.shape
+        net = MLP(d_in, width, depth, d_out)
+        linears = [m for m in net.modules() if isinstance(m, torch.nn.Linear)]
+        with torch.no_grad():
+            for lin, w, b in zip(linears, self.weights, self.biases):
+                lin.weight.copy_(w[e].T)
+                lin.bias.copy_(b[e, 0])
+        return net
+
+
 class GroupPairSampler:
     """Batches for WGAN steps: for each generator step, ``n_critic`` critic batches and one
     generator batch per group, drawn with replacement by a seeded generator.
@@ -105,12 +152,6 @@ class GroupPairSampler:
     def __len__(self) -> int:
         return -(-self.gen_steps // self.group)
 
-    def to(self, device) -> GroupPairSampler:
-        out = GroupPairSampler.__new__(GroupPairSampler)
-        out.__dict__.update(self.__dict__)
-        out.z0, out.z1 = self.z0.to(device), self.z1.to(device)
-        return out
-
     def __iter__(self):
         done = 0
         while done < self.gen_steps:
@@ -122,58 +163,86 @@ class GroupPairSampler:
             done += g
 
 
-class FlipGAN(pl.LightningModule):
-    """Both directions' generators and critics, trained with manual optimisation."""
+class SeedsPairSampler:
+    """One :class:`GroupPairSampler` per seed, stepped together.
 
-    def __init__(self, gen01: Generator, gen10: Generator, critic01: MLP, critic10: MLP,
-                 spec: GANSpec):
+    Each item is ``(z0, z1)`` of shape (g, n_critic + 1, R, batch, d) for R seeds; seed r's
+    slice is exactly what its own sampler yields. Re-iterable (each pass starts afresh).
+    """
+
+    def __init__(self, z0: torch.Tensor, z1: torch.Tensor, *, seeds: list[int], batch_size: int,
+                 n_critic: int, gen_steps: int, group: int = 8):
+        self.z0, self.z1, self.seeds = z0, z1, [int(s) for s in seeds]
+        self.kw = dict(batch_size=batch_size, n_critic=n_critic, gen_steps=gen_steps, group=group)
+        self.gen_steps, self.group = int(gen_steps), int(group)
+
+    def __len__(self) -> int:
+        return -(-self.gen_steps // self.group)
+
+    def to(self, device) -> SeedsPairSampler:
+        out = SeedsPairSampler.__new__(SeedsPairSampler)
+        out.__dict__.update(self.__dict__)
+        out.z0, out.z1 = self.z0.to(device), self.z1.to(device)
+        return out
+
+    def __iter__(self):
+        samplers = [GroupPairSampler(self.z0, self.z1, seed=s, **self.kw) for s in self.seeds]
+        for items in zip(*samplers):
+            yield (torch.stack([a for a, _ in items], dim=2),
+                   torch.stack([b for _, b in items], dim=2))
+
+
+class FlipGAN(pl.LightningModule):
+    """Both directions' generators and critics for R seeds, trained as one stack.
+
+    Members are ordered (seed 0: G01, G10; seed 1: G01, G10; ...); ``critics`` member e
+    judges ``gens`` member e's output. Manual optimisation: one RMSprop per stack.
+    """
+
+    def __init__(self, gens: StackedMLP, critics: StackedMLP, spec: GANSpec):
         super().__init__()
         self.automatic_optimization = False
-        self.gen01, self.gen10 = gen01, gen10
-        self.critic01, self.critic10 = critic01, critic10   # critic01 judges G01's output
+        self.gens, self.critics = gens, critics
         self.spec = spec
 
     def configure_optimizers(self):
         lr = self.spec.lr
-        return [torch.optim.RMSprop(m.parameters(), lr=lr)
-                for m in (self.gen01, self.gen10, self.critic01, self.critic10)]
-
-    def _direction(self, gen, critic, opt_g, opt_d, src, tgt):
-        """One generator step after n_critic critic steps; src/tgt: (n_critic + 1, B, d)."""
-        clip = self.spec.clip
-        params = list(critic.parameters())
-        b = src.shape[1]
-        for k in range(self.spec.n_critic):
-            with torch.no_grad():
-                fake = gen.forward_std(src[k])
-            scores = critic(torch.cat([fake, tgt[k]]))     # one pass for fake and real
-            loss_d = scores[:b].mean() - scores[b:].mean()
-            opt_d.zero_grad(set_to_none=True)
-            loss_d.backward()
-            opt_d.step()
-            with torch.no_grad():
-                torch._foreach_clamp_min_(params, -clip)
-                torch._foreach_clamp_max_(params, clip)
-        z = src[-1]
-        critic.requires_grad_(False)                       # no critic gradients here
-        out = gen.forward_std(z)
-        transport = ((out - z) ** 2).sum(dim=1).mean()
-        loss_g = -critic(out).mean() + self.spec.transport_weight * transport
-        opt_g.zero_grad(set_to_none=True)
-        loss_g.backward()
-        opt_g.step()
-        critic.requires_grad_(True)
-        return loss_d.detach(), loss_g.detach()
+        return [torch.optim.RMSprop(self.gens.parameters(), lr=lr),
+                torch.optim.RMSprop(self.critics.parameters(), lr=lr)]
 
     def training_step(self, batch, batch_idx):
-        z0, z1 = batch
-        og01, og10, od01, od10 = self.optimizers(use_pl_optimizer=False)
-        for j in range(z0.shape[0]):
-            self._direction(self.gen01, self.critic01, og01, od01, z0[j], z1[j])
-            self._direction(self.gen10, self.critic10, og10, od10, z1[j], z0[j])
+        z0, z1 = batch                                     # (g, n_critic + 1, R, B, d)
+        g, k1, r, b, d = z0.shape
+        # member order: (seed, direction); G01 maps z0 onto z1's distribution, G10 the reverse
+        src = torch.stack([z0, z1], dim=3).reshape(g, k1, 2 * r, b, d)
+        tgt = torch.stack([z1, z0], dim=3).reshape(g, k1, 2 * r, b, d)
+        opt_g, opt_d = self.optimizers(use_pl_optimizer=False)
+        params = list(self.critics.parameters())
+        clip, lam = self.spec.clip, self.spec.transport_weight
+        for j in range(g):
+            for k in range(self.spec.n_critic):
+                with torch.no_grad():
+                    fake = self.gens(src[j, k])
+                scores = self.critics(torch.cat([fake, tgt[j, k]], dim=1))   # (E, 2B, 1)
+                loss_d = (scores[:, :b].mean(dim=(1, 2)) - scores[:, b:].mean(dim=(1, 2))).sum()
+                opt_d.zero_grad(set_to_none=True)
+                loss_d.backward()
+                opt_d.step()
+                with torch.no_grad():
+                    torch._foreach_clamp_min_(params, -clip)
+                    torch._foreach_clamp_max_(params, clip)
+            z = src[j, -1]
+            self.critics.requires_grad_(False)             # no critic gradients here
+            out = self.gens(z)
+            transport = ((out - z) ** 2).sum(dim=2).mean(dim=1)
+            loss_g = (-self.critics(out).mean(dim=(1, 2)) + lam * transport).sum()
+            opt_g.zero_grad(set_to_none=True)
+            loss_g.backward()
+            opt_g.step()
+            self.critics.requires_grad_(True)
 
     def transfer_batch_to_device(self, batch, device, dataloader_idx):
-        return tuple(b if b.device == device else b.to(device) for b in batch)
+        return tuple(t if t.device == device else t.to(device) for t in batch)
 
 
 def _std_stats(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -183,15 +252,25 @@ def _std_stats(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return mean, std
 
 
-def train_fliptest_gans(x, c, spec: GANSpec | None = None, *, seed: int = 0,
-                        accelerator: str = "auto") -> tuple[Generator, Generator, dict]:
-    """Train ``G01`` (c=0 -> c=1) and ``G10`` (c=1 -> c=0) on features ``x`` with binary ``c``.
+#: elements per sampled group of batches (bounds the sampler's memory on wide inputs)
+_GROUP_ELEMENTS = 16_000_000
 
-    Returns ``(G01, G10, info)`` (generators on the CPU, eval mode) with ``info`` holding
-    ``n_params`` (both generators and critics), ``n_params_generators``, ``train_time_s``
-    and the hyper-parameters.
+
+def train_fliptest_gans_many(x, c, spec: GANSpec | None = None, *, seeds=(0,),
+                             accelerator: str = "auto") -> list[tuple[Generator, Generator, dict]]:
+    """Train FlipTest's ``G01`` (c=0 -> c=1) and ``G10`` (c=1 -> c=0) once per seed, all
+    seeds at once as one stacked network (one pass per step for every seed and direction).
+
+    Seed ``s`` gives the same generators as ``train_fliptest_gans(x, c, spec, seed=s)``.
+    Returns one ``(G01, G10, info)`` per seed (generators on the CPU, eval mode); ``info``
+    holds ``n_params`` (both generators and critics of one seed), ``n_params_generators``,
+    ``train_time_s`` (the stack's time divided by the number of seeds),
+    ``train_time_total_s``, ``n_seeds_trained_together`` and the hyper-parameters.
     """
     spec = spec or GANSpec()
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ConfigError("train_fliptest_gans_many needs at least one seed")
     x = as_features(x, "x")
     c = as_binary(c, x.shape[0], "c")
     if c.ndim != 1:
@@ -202,39 +281,77 @@ def train_fliptest_gans(x, c, spec: GANSpec | None = None, *, seed: int = 0,
     d = x.shape[1]
     cw = spec.critic_width or spec.width
     cd = spec.depth if spec.critic_depth is None else spec.critic_depth
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
-        gen01 = Generator(d, spec.width, spec.depth, mean, std)
-        gen10 = Generator(d, spec.width, spec.depth, mean, std)
-        critic01, critic10 = MLP(d, cw, cd), MLP(d, cw, cd)
-    module = FlipGAN(gen01, gen10, critic01, critic10, spec)
-    sampler = GroupPairSampler(z0, z1, batch_size=spec.batch_size, n_critic=spec.n_critic,
-                               gen_steps=spec.gen_steps, seed=seed)
+    gens, critics = [], []
+    for s in seeds:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(s)
+            g01, g10 = MLP(d, spec.width, spec.depth, d_out=d), MLP(d, spec.width, spec.depth, d_out=d)
+            c01, c10 = MLP(d, cw, cd), MLP(d, cw, cd)
+        gens += [g01, g10]
+        critics += [c01, c10]
+    one_seed = sum(n_params(m) for m in (gens[0], gens[1], critics[0], critics[1]))
+    one_seed_gens = n_params(gens[0]) + n_params(gens[1])
+    module = FlipGAN(StackedMLP(gens), StackedMLP(critics), spec)
+    per_step = (spec.n_critic + 1) * len(seeds) * spec.batch_size * d
+    group = max(1, min(8, _GROUP_ELEMENTS // per_step))
+    sampler = SeedsPairSampler(z0, z1, seeds=seeds, batch_size=spec.batch_size,
+                               n_critic=spec.n_critic, gen_steps=spec.gen_steps, group=group)
     start = time.perf_counter()
-    fit(module, sampler, None, max_epochs=1, patience=None, seed=seed, accelerator=accelerator)
+    fit(module, sampler, None, max_epochs=1, patience=None, seed=seeds[0], accelerator=accelerator)
     elapsed = time.perf_counter() - start
-    info = {"n_params": sum(n_params(m) for m in (gen01, gen10, critic01, critic10)),
-            "n_params_generators": n_params(gen01.net) + n_params(gen10.net),
-            "train_time_s": elapsed, **asdict(spec)}
-    for m in (gen01, gen10):
-        m.requires_grad_(False)
-    return gen01, gen10, info
+    out = []
+    for i in range(len(seeds)):
+        pair = []
+        for e in (2 * i, 2 * i + 1):
+            gen = Generator(d, spec.width, spec.depth, mean, std)
+            gen.net = module.gens.member(e)
+            gen.requires_grad_(False)
+            pair.append(gen.eval())
+        info = {"n_params": one_seed, "n_params_generators": one_seed_gens,
+                "train_time_s": elapsed / len(seeds), "train_time_total_s": elapsed,
+                "n_seeds_trained_together": len(seeds), **asdict(spec)}
+        out.append((pair[0], pair[1], info))
+    return out
 
 
-def _linear_mse(real: np.ndarray, gen: np.ndarray) -> tuple[float, float]:
-    """Mean over features of the MSE (on gen, and on real) of regressions fitted on real."""
-    d = real.shape[1]
-    on_gen, on_real = [], []
-    for j in range(d):
-        rest = [k for k in range(d) if k != j]
-        if rest:
-            reg = LinearRegression().fit(real[:, rest], real[:, j])
-            pg, pr = reg.predict(gen[:, rest]), reg.predict(real[:, rest])
-        else:
-            pg = pr = np.full(1, real[:, j].mean())
-        on_gen.append(float(np.mean((gen[:, j] - pg) ** 2)))
-        on_real.append(float(np.mean((real[:, j] - pr) ** 2)))
-    return float(np.mean(on_gen)), float(np.mean(on_real))
+def train_fliptest_gans(x, c, spec: GANSpec | None = None, *, seed: int = 0,
+                        accelerator: str = "auto") -> tuple[Generator, Generator, dict]:
+    """Train ``G01`` (c=0 -> c=1) and ``G10`` (c=1 -> c=0) on features ``x`` with binary ``c``.
+
+    Returns ``(G01, G10, info)`` (generators on the CPU, eval mode) with ``info`` holding
+    ``n_params`` (both generators and critics), ``n_params_generators``, ``train_time_s``
+    and the hyper-parameters.
+    """
+    return train_fliptest_gans_many(x, c, spec, seeds=[seed], accelerator=accelerator)[0]
+
+
+#: ridge penalty (per row, standardised units) of the MSE metric's regressions
+MSE_RIDGE = 1e-3
+
+
+def _linear_mse(real: np.ndarray, gen: np.ndarray, ridge: float = MSE_RIDGE) -> tuple[float, float]:
+    """Mean over features of the MSE (on gen, and on real) of regressions fitted on real.
+
+    Every feature's regression on all the others (with intercept, ridge penalty
+    ``ridge * n`` on the sum of squares) comes from one inverse: with ``P`` the inverse of
+    the real data's covariance plus ``ridge * I`` and ``mu`` its mean, feature j's residual at
+    a row x is ``((x - mu) P)_j / P_jj``. ``ridge = 0`` equals scikit-learn's
+    ``LinearRegression`` per feature on full-rank data (tested); the small default keeps the
+    metric defined when there are fewer rows than features (outer fusion), where plain
+    least squares interpolates the real rows.
+    """
+    n, d = real.shape
+    if d == 1:
+        mu = real.mean(0)
+        return float(np.mean((gen - mu) ** 2)), float(np.mean((real - mu) ** 2))
+    mu = real.mean(0, keepdims=True)
+    rc = real - mu
+    cov = rc.T @ rc / n + ridge * np.eye(d)
+    prec = np.linalg.pinv(cov, hermitian=True)
+    diag = np.diag(prec)
+    res_real = (rc @ prec) / diag
+    res_gen = ((gen - mu) @ prec) / diag
+    return float(np.mean(res_gen ** 2)), float(np.mean(res_real ** 2))
 
 
 def gan_quality(real_target: torch.Tensor, generated: torch.Tensor, mean: torch.Tensor,
