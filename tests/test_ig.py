@@ -161,3 +161,22 @@ def test_ig_errors():
     # a baseline equal to x gives zero attributions but is not a constant aux: scores are 0
     s = faux.score("faux_ig", model, mlp(seed=13), x, ig_baseline=x)
     assert bool((s == 0).all())
+
+
+def test_wide_inputs_chunk_by_floats(monkeypatch):
+    import faux.methods.ig as ig_mod
+
+    model, x = mlp(seed=7), data(n=23, seed=8)
+    whole = integrated_gradients(model, x, steps=10)
+    seen = []
+    real_forward = model.forward
+
+    def spy(z):
+        seen.append(z.shape[0])
+        return real_forward(z)
+
+    monkeypatch.setattr(model, "forward", spy)
+    monkeypatch.setattr(ig_mod, "FLOATS_PER_CHUNK", 10 * x.shape[1] * 5)   # 5 rows per chunk
+    chunked = integrated_gradients(model, x, steps=10)
+    torch.testing.assert_close(chunked, whole, rtol=1e-12, atol=1e-14)
+    assert max(seen) <= 10 * 5 and len(seen) >= 5

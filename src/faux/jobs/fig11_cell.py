@@ -62,8 +62,7 @@ def run(cfg: dict, out_dir, log) -> dict:
     ft.fit(pc.train.x, pc.train.c, seed=int(cfg["gan_seed"]))
     scores = ft.score(pc.target, pc.test.x, c=pc.test.c)
     t_gan = time.perf_counter() - t1
-    # the MSE metric fits one linear regression per feature (d of them, each O(rows * d^2)):
-    # profile.fig11.quality_rows caps the validation rows it uses (null: all)
+    # profile.fig11.quality_rows caps the validation rows of the KS/MSE metrics (null: all)
     xv, cv = pc.val.x, pc.val.c
     cap = (p.get("fig11") or {}).get("quality_rows")
     if cap is not None and int(cap) < len(xv):

@@ -11,7 +11,8 @@ quadrature rule with ``steps`` nodes:
 - ``"gausslegendre"``: Gauss-Legendre nodes and weights on [0, 1] (captum's default).
 
 All path points of a chunk of rows go through the model in one forward and one backward
-pass (per output column); chunks hold about ``2**18`` path points (rows * steps), or
+pass (per output column); chunks hold about ``2**18`` path points (rows * steps) and at most
+``2**24`` input floats (rows * steps * d, so memory stays bounded on wide inputs), or
 ``batch_size`` rows if fewer. Baselines: ``"zeros"`` (default: the prototype measured it
 0.05-0.16 AP above the data mean for fAux+IG), ``"mean"`` (column means of the ``x`` given),
 or a tensor ``(d,)`` / ``(n, d)``.
@@ -39,6 +40,8 @@ from faux.methods.gradients import (
 IG_METHODS = ("midpoint", "trapezoid", "gausslegendre")
 BASELINES = ("zeros", "mean")
 PATH_POINTS_PER_CHUNK = 2**18
+#: and at most this many input floats (rows * steps * d): ~64 MB per path tensor on wide inputs
+FLOATS_PER_CHUNK = 2**24
 
 
 def quadrature(method: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
@@ -99,7 +102,7 @@ def ig_attributions(model: nn.Module, x: torch.Tensor, baseline, steps: int, out
     base = resolve_baseline(baseline, xd)
     alphas = torch.as_tensor(alphas_np, dtype=x.dtype, device=x.device).view(s, 1, 1)
     weights = torch.as_tensor(weights_np, dtype=x.dtype, device=x.device).view(s, 1, 1, 1)
-    rows = max(1, min(batch_size, PATH_POINTS_PER_CHUNK // s))
+    rows = max(1, min(batch_size, PATH_POINTS_PER_CHUNK // s, FLOATS_PER_CHUNK // (s * d)))
     result = None
     any_grad = False
     bad = NonFiniteCounter(name)
