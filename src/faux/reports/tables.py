@@ -68,6 +68,7 @@ def build_table1(sweep, results_dir: Path, figures_dir: Path) -> Report:
             "aux_accuracy": _mean_std(m.get("aux_accuracy_runs") or [])[0],
             "paper_ap_mean": paper[0] if paper else None,
             "paper_ap_std": paper[1] if paper else None,
+            "job_wall_s": (res.get("timings") or {}).get("wall_s"),
         })
     frame = pd.DataFrame(rows)
     report = Report(frame)
@@ -85,11 +86,25 @@ def build_table1(sweep, results_dir: Path, figures_dir: Path) -> Report:
         report.lines.append("table1: no finished table1 cells")
         return report
     frame.sort_values(["column", "method"], key=lambda s: s.map(_order), inplace=True)
-    md, tex = _table1_md(frame), _table1_tex(frame)
+    md, tex = _table1_md(frame) + _job_time_md(frame), _table1_tex(frame)
     report.files = _write(frame, md, tex, "table1", results_dir)
     report.lines.append(md)
     report.lines.append("wrote " + ", ".join(str(f) for f in report.files))
     return report
+
+
+def _job_time_md(frame: pd.DataFrame) -> str:
+    """Job time (each job's ``timings.wall_s``): in all, per method, and the longest job."""
+    t = frame["job_wall_s"].astype(float)
+    if not t.notna().any():
+        return ""
+    longest = frame.loc[t.idxmax()]
+    per = frame.assign(t=t).groupby("method", sort=False)["t"].sum() / 60
+    per = per.reindex(sorted(per.index, key=_order))
+    return (f"\nJob time: {t.sum() / 60:.1f} min over {int(t.notna().sum())} jobs (cached "
+            f"artifacts are built by the first job that needs them); longest "
+            f"{longest['column']}/{longest['method']} {t.max() / 60:.1f} min. Per method (min): "
+            + ", ".join(f"{m} {v:.1f}" for m, v in per.items()) + ".\n")
 
 
 def _overrides(job_dir) -> str:
