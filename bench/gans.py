@@ -31,6 +31,10 @@ def timed(fn) -> float:
     return time.perf_counter() - t
 
 
+def train(x, c, spec, seeds):
+    return train_fliptest_gans_many(x, c, spec, seeds=seeds, accelerator="cpu")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=10)
@@ -46,10 +50,9 @@ def main() -> None:
         x = torch.randn(4000, d, generator=g)
         c = (torch.rand(4000, generator=g) > 0.5).float()
         spec = GANSpec(gen_steps=args.steps)
-        run = lambda s: train_fliptest_gans_many(x, c, spec, seeds=s, accelerator="cpu")  # noqa: E731
-        run([0])                                                   # warm-up
-        together = timed(lambda: run(seeds))
-        alone = timed(lambda: [run([s]) for s in seeds])
+        train(x, c, spec, [0])                                     # warm-up
+        together = timed(lambda: train(x, c, spec, seeds))         # noqa: B023
+        alone = timed(lambda: [train(x, c, spec, [s]) for s in seeds])  # noqa: B023
         per = together / args.steps / len(seeds)
         print(f"gan_ms_per_seed_step_d{d}: {1000 * per:.2f}")
         print(f"gan_stacked_speedup_d{d}: {alone / together:.2f}")

@@ -87,6 +87,8 @@ def build_table1(sweep, results_dir: Path, figures_dir: Path) -> Report:
         return report
     frame.sort_values(["column", "method"], key=lambda s: s.map(_order), inplace=True)
     md, tex = _table1_md(frame) + _job_time_md(frame), _table1_tex(frame)
+    frame = frame.drop(columns=["job_wall_s"])     # the csv holds results only: reruns match
+    report.frame = frame
     report.files = _write(frame, md, tex, "table1", results_dir)
     report.lines.append(md)
     report.lines.append("wrote " + ", ".join(str(f) for f in report.files))
