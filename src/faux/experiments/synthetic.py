@@ -180,7 +180,8 @@ def score_method(method: str, pc: PreparedColumn, run_seed: int, *, aux_spec: ML
     elif method == "fliptest":
         from faux.methods.fliptest import FlipTest
 
-        ft = fitted or FlipTest(**(gan_kwargs or {})).fit(pc.train.x, pc.train.c, seed=run_seed)
+        ft = fitted if fitted is not None else FlipTest(**(gan_kwargs or {})).fit(
+            pc.train.x, pc.train.c, seed=run_seed)
         s = ft.score(pc.target, x, c=pc.test.c)
         q = ft.quality(pc.val.x, pc.val.c)
         info.update(gan_ks=q["ks"], gan_mse=q["mse"])

@@ -75,11 +75,12 @@ class GANSpec:
 
 
 class Generator(torch.nn.Module):
-    """Raw features -> raw features: standardise, MLP, un-standardise."""
+    """Raw features -> raw features: standardise, the MLP ``net`` (d -> d), un-standardise."""
 
-    def __init__(self, d: int, width: int, depth: int, mean: torch.Tensor, std: torch.Tensor):
+    def __init__(self, net: MLP, mean: torch.Tensor, std: torch.Tensor):
         super().__init__()
-        self.net = MLP(d, width, depth, d_out=d)
+        d = net.d_in
+        self.net = net
         self.register_buffer("mean", mean.reshape(1, d).clone())
         self.register_buffer("std", std.reshape(1, d).clone())
 
@@ -126,7 +127,8 @@ class StackedMLP(torch.nn.Module):
     def member(self, e: int) -> MLP:
         """Member ``e`` as a plain :class:`MLP` (a copy)."""
         d_in, width, depth, d_out = self.shape
-        net = MLP(d_in, width, depth, d_out)
+        with torch.random.fork_rng(devices=[]):          # its init is overwritten below:
+            net = MLP(d_in, width, depth, d_out)          # leave the global RNG as it was
         linears = [m for m in net.modules() if isinstance(m, torch.nn.Linear)]
         with torch.no_grad():
             for lin, w, b in zip(linears, self.weights, self.biases):
@@ -303,8 +305,7 @@ def train_fliptest_gans_many(x, c, spec: GANSpec | None = None, *, seeds=(0,),
     for i in range(len(seeds)):
         pair = []
         for e in (2 * i, 2 * i + 1):
-            gen = Generator(d, spec.width, spec.depth, mean, std)
-            gen.net = module.gens.member(e)
+            gen = Generator(module.gens.member(e), mean, std)
             gen.requires_grad_(False)
             pair.append(gen.eval())
         info = {"n_params": one_seed, "n_params_generators": one_seed_gens,
