@@ -301,21 +301,16 @@ def test_aggregate_cli_runs_the_builder_once_registered(tmp_path, monkeypatch):
     assert len(rows) == 1 + 3 * (1 + 3 + 2 + 3 * 5)
 
 
-def test_scoring_chunks_bound_memory_without_changing_scores():
+def test_scoring_chunks_do_not_change_scores():
     import torch
 
-    from faux.jobs.fig5_cell import scoring_options
     from faux.methods.gradients import score
     from faux.models.mlp import MLP
 
-    o = scoring_options({"ig_steps": 50, "ng": "feature"}, dim=4200, floats_per_chunk=2**25)
-    assert o["batch_size"] == 2**25 // (50 * 4200) and o["ng"] == "feature"
-    assert "batch_size" not in scoring_options({"ig_steps": 50}, 4200, None)
-    assert scoring_options({"batch_size": 8}, 10, 2**25)["batch_size"] == 8
     torch.manual_seed(0)
     x = torch.rand(300, 12)
     tgt, aux = MLP(12, 16, 2), MLP(12, 8, 1)
     for m in ("faux", "faux_ng", "faux_ig"):
         whole = score(m, tgt, aux, x, ig_steps=20)
-        chunked = score(m, tgt, aux, x, **scoring_options({"ig_steps": 20}, 12, 20 * 12 * 7))
+        chunked = score(m, tgt, aux, x, ig_steps=20, batch_size=7)
         assert torch.allclose(whole, chunked, rtol=1e-5, atol=1e-7), m

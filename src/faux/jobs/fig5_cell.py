@@ -51,21 +51,6 @@ def _spec(node: dict, width: int, depth: int) -> MLPSpec:
     return MLPSpec(**kw)
 
 
-def scoring_options(options: dict, dim: int, floats_per_chunk: int | None) -> dict:
-    """``options`` with ``batch_size`` bounded so that one chunk of IG path points
-    (rows x ig_steps x dim floats) stays under ``floats_per_chunk`` (None: unbounded).
-    Chunking changes memory only: rows are scored independently and fAux+NG's per-feature
-    normalisation is taken over all rows after the chunks."""
-    from faux.methods.gradients import DEFAULTS
-
-    o = dict(options)
-    if floats_per_chunk:
-        steps = int(o.get("ig_steps", DEFAULTS["ig_steps"]))
-        rows = max(1, int(floats_per_chunk) // (steps * max(1, int(dim))))
-        o["batch_size"] = min(int(o.get("batch_size", DEFAULTS["batch_size"])), rows)
-    return o
-
-
 def target_grad_norm(target: torch.nn.Module, x: torch.Tensor, output: str) -> np.ndarray:
     """``|grad_x f_tar(x)|_2`` per row (of sigma(logit) when ``output == "prob"``)."""
     from faux.methods.gradients import input_gradients
@@ -134,7 +119,7 @@ def run(cfg: dict, out_dir, log) -> dict:
         f"target {arch['target_width']}x{arch['target_depth']}, aux "
         f"{arch['aux_width']}x{arch['aux_depth']}, positive rate {pc.positive_rate:.3f}")
 
-    options = scoring_options(st["options"], pc.test.dim, g.get("floats_per_chunk"))
+    options = dict(st["options"])      # IG bounds its own chunks by input floats (faux.methods.ig)
     scores, aps, top30, timings = {}, {}, {}, {}
     aux_acc = None
     for m in AUX_METHODS:
