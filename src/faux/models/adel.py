@@ -80,6 +80,9 @@ class AdelNet(nn.Module):
         return self.adversary(self.hidden(x))
 
 
+PRED_LOSSES = ("bce", "prior")
+
+
 def _entropy(s: torch.Tensor) -> float:
     """Mean over columns of the Bernoulli entropy (nats) of s's marginal."""
     p = s.reshape(s.shape[0], -1).float().mean(0).clamp(1e-6, 1 - 1e-6)
@@ -91,82 +94,111 @@ class AdelModule(TabularModule):
 
     def __init__(self, model: AdelNet, h_s: float, alpha: float = 100.0,
                  alpha_decay: float = 0.9, n_adv: int = 3, cap: bool = True,
-                 flip: bool = True, interleave: bool = True, lr: float = 1e-3):
+                 flip: bool = True, interleave: bool = True, lr: float = 1e-3,
+                 pred_loss: str = "bce", reinit: bool = False, adv_steps: int = 1,
+                 alpha_min: float = 0.0, s_rate: torch.Tensor | None = None,
+                 adv_lr: float | None = None, seed: int = 0):
         super().__init__(lr=lr)
         self.model = model
         self.h_s = float(h_s)
         self.alpha0 = float(alpha)
         self.alpha_decay = float(alpha_decay)
+        self.alpha_min = float(alpha_min)
         self.n_adv = int(n_adv)
         self.cap = bool(cap)
         self.alpha = self.alpha0
         self.flip = bool(flip)
         self.interleave = bool(interleave)
+        self.pred_loss = str(pred_loss)
+        self.reinit = bool(reinit)
+        self.adv_steps = int(adv_steps)
+        self.adv_lr = float(adv_lr) if adv_lr is not None else float(lr)
+        self.seed = int(seed)
+        self.register_buffer("s_rate", torch.as_tensor(
+            s_rate if s_rate is not None else 0.5, dtype=torch.float32).reshape(-1))
 
     def forward(self, x):
         return self.model(x)
 
     def configure_optimizers(self):
         return (torch.optim.Adam(self.model.net.parameters(), lr=self.lr),
-                torch.optim.Adam(self.model.adversary.parameters(), lr=self.lr))
+                torch.optim.Adam(self.model.adversary.parameters(), lr=self.adv_lr))
 
     def _adv_loss(self, h, s):
         return F.binary_cross_entropy_with_logits(self.model.adversary(h), s)
 
-    def _pred_adv_loss(self, h, s):
+    def _adv_gain(self, h, s):
+        """What the frozen adversary gains over a constant guess (nats; the predictor's cost).
+
+        ``bce``: ``H_s - L(a, s)`` (with ``flip``: the larger loss of ``a`` and ``-a``; with
+        ``cap``: not below 0). ``prior``: the cross-entropy of the adversary's output against
+        s's marginal rate minus ``H_s``, i.e. the mean KL(marginal || adversary) >= 0, which is
+        0 exactly when the adversary outputs the marginal for every row.
+        """
         a = self.model.adversary(h)
+        if self.pred_loss == "prior":
+            rate = self.s_rate.to(a.dtype).expand_as(a)
+            return F.binary_cross_entropy_with_logits(a, rate) - self.h_s
         loss = F.binary_cross_entropy_with_logits(a, s)
         if self.flip:
             loss = torch.minimum(loss, F.binary_cross_entropy_with_logits(-a, s))
-        return loss
+        if self.cap:
+            loss = torch.clamp(loss, max=self.h_s)
+        return self.h_s - loss
+
+    def _adv_step(self, opt_adv, x, s):
+        with torch.no_grad():
+            h = self.model.hidden(x)
+        loss = self._adv_loss(h, s)
+        opt_adv.zero_grad(set_to_none=True)
+        loss.backward()
+        opt_adv.step()
+
+    def _reinit_adversary(self, opt_adv):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed * 100003 + self.current_epoch + 1)
+            for m in self.model.adversary.modules():
+                if isinstance(m, nn.Linear):
+                    m.reset_parameters()
+        opt_adv.state.clear()
 
     def on_train_epoch_start(self):
-        self.alpha = self.alpha0 * self.alpha_decay ** self.current_epoch
+        self.alpha = max(self.alpha0 * self.alpha_decay ** self.current_epoch, self.alpha_min)
         if self.n_adv <= 0:
             return
         _, opt_adv = self.optimizers(use_pl_optimizer=False)
+        if self.reinit:
+            self._reinit_adversary(opt_adv)
         data = self.trainer.train_dataloader
         for _ in range(self.n_adv):
             for batch in data:
                 for x, _y, s in (batch if isinstance(batch, list) else [batch]):
-                    with torch.no_grad():
-                        h = self.model.hidden(x)
-                    loss = self._adv_loss(h, s)
-                    opt_adv.zero_grad(set_to_none=True)
-                    loss.backward()
-                    opt_adv.step()
+                    self._adv_step(opt_adv, x, s)
 
     def _objective(self, batch):
         x, y, s = batch
         h = self.model.hidden(x)
         l_y = F.binary_cross_entropy_with_logits(self.model.net.head(h).reshape(y.shape), y)
-        l_adv = self._pred_adv_loss(h, s)
-        return l_y, l_adv
+        return l_y, self._adv_gain(h, s)
 
     def train_minibatch(self, batch):
         opt, opt_adv = self.optimizers(use_pl_optimizer=False)
         self.model.adversary.requires_grad_(False)     # frozen for the predictor's step
-        l_y, l_adv = self._objective(batch)
-        if self.cap:
-            l_adv = torch.clamp(l_adv, max=self.h_s)
-        loss = l_y - self.alpha * l_adv
+        l_y, gain = self._objective(batch)
+        loss = l_y + self.alpha * gain
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         self.model.adversary.requires_grad_(True)
         if self.interleave:
             x, _y, s = batch
-            with torch.no_grad():
-                h = self.model.hidden(x)
-            la = self._adv_loss(h, s)
-            opt_adv.zero_grad(set_to_none=True)
-            la.backward()
-            opt_adv.step()
+            for _ in range(self.adv_steps):
+                self._adv_step(opt_adv, x, s)
         return loss.detach()
 
     def val_loss(self, batch):
-        l_y, l_adv = self._objective(batch)
-        return l_y + torch.relu(self.h_s - l_adv)
+        l_y, gain = self._objective(batch)
+        return l_y + torch.relu(gain)
 
 
 def _accuracy(logits: torch.Tensor, t: torch.Tensor) -> float:
@@ -176,8 +208,9 @@ def _accuracy(logits: torch.Tensor, t: torch.Tensor) -> float:
 def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, depth: int = 2,
                alpha: float = 100.0, alpha_decay: float = 0.9, n_adv: int = 3,
                adv_width: int = 32, adv_depth: int = 1, cap: bool = True, flip: bool = True,
-               interleave: bool = True, seed: int = 0,
-               max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
+               interleave: bool = True, pred_loss: str = "bce", reinit: bool = False,
+               adv_steps: int = 1, alpha_min: float = 0.0, adv_lr: float | None = None,
+               seed: int = 0, max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
                lr: float = 1e-3, accelerator: str = "auto") -> tuple[AdelNet, dict]:
     """Train a classifier of ``y`` whose last hidden layer hides ``s`` (Adel et al. 2019).
 
@@ -203,15 +236,20 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
     if not alpha >= 0 or not 0 < alpha_decay <= 1 or n_adv < 0:
         raise ConfigError(f"need alpha >= 0, 0 < alpha_decay <= 1, n_adv >= 0 (got {alpha}, "
                           f"{alpha_decay}, {n_adv})")
+    if pred_loss not in PRED_LOSSES or int(adv_steps) < 0 or not alpha_min >= 0:
+        raise ConfigError(f"need pred_loss in {PRED_LOSSES}, adv_steps >= 0, alpha_min >= 0 "
+                          f"(got {pred_loss!r}, {adv_steps}, {alpha_min})")
     d_out = 1 if y.ndim == 1 else y.shape[1]
     d_adv = 1 if s.ndim == 1 else s.shape[1]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
         model = AdelNet(x.shape[1], width, depth, d_out, d_adv, adv_width, adv_depth)
     module = AdelModule(model, _entropy(s), alpha, alpha_decay, n_adv, cap, flip, interleave,
-                        lr)
-    warm = (math.ceil(math.log(alpha) / -math.log(alpha_decay))
-            if alpha > 1 and alpha_decay < 1 else 0)
+                        lr, pred_loss=pred_loss, reinit=reinit, adv_steps=adv_steps,
+                        alpha_min=alpha_min, s_rate=s.reshape(s.shape[0], -1).mean(0),
+                        adv_lr=adv_lr, seed=seed)
+    warm = (math.ceil(math.log(alpha / max(alpha_min, 1.0)) / -math.log(alpha_decay))
+            if alpha > max(alpha_min, 1.0) and alpha_decay < 1 else 0)
     start = time.perf_counter()
     out = fit(module, (x, y, s), val, max_epochs=max_epochs, patience=patience,
               batch_size=batch_size, seed=seed, accelerator=accelerator, warmup_epochs=warm)
@@ -244,6 +282,11 @@ class AdelSpec:
     cap: bool = True
     flip: bool = True
     interleave: bool = True
+    pred_loss: str = "bce"
+    reinit: bool = False
+    adv_steps: int = 1
+    alpha_min: float = 0.0
+    adv_lr: float | None = None
     max_epochs: int = 100
     patience: int | None = 10
     batch_size: int = 64

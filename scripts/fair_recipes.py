@@ -1,0 +1,180 @@
+"""Train the unfair target and named Adel recipes on Adult and Bank; run the fairness check.
+
+Issue 14: which Adel recipe gives a fair model that is fair by a test-independent check
+(``faux.fairness_check``: fresh probe AUROC of c on the hidden layer, counterfactual proxy
+swap, parity gap, accuracy)? Targets per dataset: probe AUROC <= 0.60, proxy swap of the
+fair model <= half the unfair model's, accuracy within 2 points of the unfair model.
+
+Data and sizes are the real study's quick profile: ``faux.data.real.load_real(name, seed)``,
+the training split subsampled to ``--max-train-rows`` (8,000; the study's seeded draw),
+early stopping on the validation split (``--max-epochs`` 30, patience 5), checks on the
+test split. Each recipe is a set of ``AdelSpec`` overrides (:data:`RECIPES`). ``--aux``
+also trains the A.11.2 aux (Adel of c, adversary against y) with each recipe and reports
+its probe AUROC for y.
+
+    FAUX_DATA_DIR=/work/shared/data OMP_NUM_THREADS=1 .venv/bin/python scripts/fair_recipes.py \\
+        --recipes guards,default --seeds 0,1 --out /tmp/fair_recipes
+
+Writes ``<out>/fair_recipes.csv`` (one row per dataset, seed, model) and ``fair_recipes.md``
+(mean over seeds per dataset and recipe, with the targets marked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+#: named Adel recipes: AdelSpec field overrides (``default`` is AdelSpec() itself)
+RECIPES: dict[str, dict] = {
+    "default": {},
+    # the guards of the first implementation (flip, cap, interleave), adversary kept
+    "guards": {"pred_loss": "bce", "flip": True, "cap": True, "interleave": True,
+               "reinit": False, "adv_steps": 1, "adv_width": 32, "adv_depth": 1,
+               "alpha_min": 0.0},
+    # literal A.11.1 loss L_y - alpha L_adv (no guards)
+    "literal": {"pred_loss": "bce", "flip": False, "cap": False, "interleave": False,
+                "reinit": False, "adv_steps": 1, "adv_width": 32, "adv_depth": 1,
+                "alpha_min": 0.0},
+    # guards plus a fresh adversary every iteration
+    "guards_fresh": {"pred_loss": "bce", "flip": True, "cap": True, "interleave": True,
+                     "reinit": True, "adv_steps": 1, "adv_width": 32, "adv_depth": 1,
+                     "alpha_min": 0.0},
+    # predictor pushes the adversary to s's marginal rate; fresh adversary every iteration
+    "prior_fresh": {"pred_loss": "prior", "interleave": True, "reinit": True, "adv_steps": 1,
+                    "adv_width": 32, "adv_depth": 1, "alpha_min": 0.0},
+    "prior_fresh_wide": {"pred_loss": "prior", "interleave": True, "reinit": True,
+                         "adv_steps": 3, "adv_width": 64, "adv_depth": 2, "alpha_min": 0.0},
+}
+
+
+def parse_recipe(text: str) -> tuple[str, dict]:
+    """``name`` from RECIPES, or ``name:key=value;key=value`` (a named recipe plus overrides)."""
+    import yaml
+
+    name, _, rest = text.partition(":")
+    if name not in RECIPES:
+        raise SystemExit(f"unknown recipe {name!r}; known: {', '.join(RECIPES)}")
+    kw = dict(RECIPES[name])
+    for item in filter(None, rest.split(";")):
+        k, _, v = item.partition("=")
+        kw[k] = yaml.safe_load(v)
+    return text, kw
+
+
+def rows_for(name: str, seed: int, max_rows: int | None):
+    from faux.data.real import load_real
+
+    d = load_real(name, seed=seed)
+    n = len(d.y_train)
+    if max_rows is None or max_rows >= n:
+        tr = np.arange(n)
+    else:
+        tr = np.sort(np.random.default_rng(seed).choice(n, size=max_rows, replace=False))
+    return d, tr
+
+
+def main(argv=None) -> int:
+    import torch
+
+    from faux.fairness_check import fairness_check, proxy_edits
+    from faux.models.adel import AdelSpec
+    from faux.models.mlp import MLPSpec
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--datasets", default="adult,bank")
+    ap.add_argument("--seeds", default="0,1")
+    ap.add_argument("--recipes", default="guards,default",
+                    help="comma-separated; each NAME or NAME:key=value;key=value")
+    ap.add_argument("--max-train-rows", type=int, default=8000)
+    ap.add_argument("--max-epochs", type=int, default=30)
+    ap.add_argument("--patience", type=int, default=5)
+    ap.add_argument("--aux", action="store_true", help="also check the A.11.2 aux (probe of y)")
+    ap.add_argument("--out", default="outputs/fair_recipes")
+    a = ap.parse_args(argv)
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    recipes = [parse_recipe(r) for r in a.recipes.split(",")]
+    ep = {"max_epochs": a.max_epochs, "patience": a.patience, "accelerator": "cpu"}
+    out_dir = Path(a.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    records = []
+    for name in a.datasets.split(","):
+        for seed in (int(s) for s in a.seeds.split(",")):
+            d, tr = rows_for(name, seed, a.max_train_rows)
+            x, y, c = d.X_train[tr], d.y_train[tr], d.c_train[tr]
+            args = (x, c, d.X_val, d.c_val, d.X_test, d.c_test, d.y_test)
+            kw = {"proxy_edits": proxy_edits(name), "feature_names": d.feature_names,
+                  "seed": seed + 4000}
+            t = time.perf_counter()
+            unfair, uinfo = MLPSpec().train(x, y, d.X_val, d.y_val, seed=seed, **ep)
+            u_s = time.perf_counter() - t
+            chk = fairness_check(unfair, *args, **kw)
+            records.append({"dataset": name, "seed": seed, "recipe": "-", "model": "unfair",
+                            "train_s": u_s, "epochs": uinfo["epochs"], **chk})
+            print(_line(records[-1]), flush=True)
+            for label, over in recipes:
+                spec = AdelSpec(**{**asdict(AdelSpec()), **over})
+                t = time.perf_counter()
+                fair, finfo = spec.train(x, y, c, d.X_val, d.y_val, d.c_val, seed=seed + 1000,
+                                         **ep)
+                f_s = time.perf_counter() - t
+                chk = fairness_check(fair, *args, **kw)
+                records.append({"dataset": name, "seed": seed, "recipe": label, "model": "fair",
+                                "train_s": f_s, "epochs": finfo["epochs"],
+                                "adv_accuracy": finfo["adv_accuracy"], **chk})
+                print(_line(records[-1]), flush=True)
+                if a.aux:
+                    t = time.perf_counter()
+                    aux, ainfo = spec.train(x, c, y, d.X_val, d.c_val, d.y_val,
+                                            seed=seed + 2000, **ep)
+                    a_s = time.perf_counter() - t
+                    chk = fairness_check(aux, *args, target="y", y_train=y, y_val=d.y_val,
+                                         seed=seed + 4000)
+                    records.append({"dataset": name, "seed": seed, "recipe": label,
+                                    "model": "aux", "train_s": a_s, "epochs": ainfo["epochs"],
+                                    "adv_accuracy": ainfo["adv_accuracy"], **chk})
+                    print(_line(records[-1]), flush=True)
+            pd.DataFrame(records).to_csv(out_dir / "fair_recipes.csv", index=False)
+    df = pd.DataFrame(records)
+    df.to_csv(out_dir / "fair_recipes.csv", index=False)
+    md = summary(df)
+    (out_dir / "fair_recipes.md").write_text(md)
+    print(md)
+    return 0
+
+
+def _line(r: dict) -> str:
+    return (f"{r['dataset']} seed {r['seed']} {r['model']:6s} {r['recipe']:28s} "
+            f"probe({r['probe_target']}) {r['probe_auroc']:.3f} (lr {r['probe_auroc_lr']:.3f}, "
+            f"mlp {r['probe_auroc_mlp']:.3f})  swap {r['proxy_swap_mean_abs_dprob']:.3f}  "
+            f"dp {r['dp_gap']:.3f}  acc {r['accuracy']:.3f}  {r['train_s']:.0f}s "
+            f"{r['epochs']} ep")
+
+
+def summary(df: pd.DataFrame) -> str:
+    """Mean over seeds per dataset, model and recipe; targets checked on the means."""
+    cols = ["probe_auroc", "proxy_swap_mean_abs_dprob", "dp_gap", "accuracy", "train_s"]
+    g = df.groupby(["dataset", "model", "recipe"], sort=False)[cols].mean().reset_index()
+    lines = ["| dataset | model | recipe | probe AUROC | proxy swap | dp gap | accuracy | "
+             "train s | targets (probe / swap / acc) |", "|" + "---|" * 9]
+    for _, r in g.iterrows():
+        mark = ""
+        if r["model"] == "fair":
+            u = g[(g.dataset == r.dataset) & (g.model == "unfair")].iloc[0]
+            ok = (r.probe_auroc <= 0.60,
+                  r.proxy_swap_mean_abs_dprob <= 0.5 * u.proxy_swap_mean_abs_dprob,
+                  r.accuracy >= u.accuracy - 0.02)
+            mark = " / ".join("pass" if o else "FAIL" for o in ok)
+        lines.append(f"| {r.dataset} | {r.model} | {r.recipe} | {r.probe_auroc:.3f} | "
+                     f"{r.proxy_swap_mean_abs_dprob:.3f} | {r.dp_gap:.3f} | {r.accuracy:.3f} | "
+                     f"{r.train_s:.0f} | {mark} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
