@@ -1,32 +1,52 @@
 """Content-addressed store for trained artifacts (CVAEs, target models, ...).
 
 An entry is keyed by the SHA-256 of a canonical JSON dump of a plain dict (the config that
-made the artifact, including the checksums of the data files it read; see
-:func:`file_checksum`). It lives in ``<root>/<kind>/<key>.bin``: one file holding a one-line
-JSON header (payload SHA-256 and length, the key dict) and the payload bytes. Writes go to
-a temporary file in the same folder, then ``os.replace`` (atomic on POSIX), so concurrent
-writers of one key never leave a half-written entry: the last complete write wins. A read
-checks the header and checksum; an unreadable or corrupt entry is logged and rebuilt.
+made the artifact, the checksums of the data files it read (:func:`data_checksum`) and the
+version of the code that made it (:func:`code_version`)). It lives in
+``<root>/<kind>/<key>.bin``: one file holding a one-line JSON header (payload SHA-256 and
+length, the key dict) and the payload bytes.
+
+Entries are data, not code: payloads are written by :func:`torch_dumps` from plain data
+only (dicts, lists, tuples, str, int, float, bool, None, tensors; numpy arrays become
+tensors) and read by :func:`torch_loads` with ``torch.load(weights_only=True)``, which
+refuses any pickled object that is not plain data. The header checksum only detects
+damage; it is not a signature, so the loader, not the checksum, keeps a hostile entry from
+running code: such an entry is reported as corrupt and rebuilt.
+
+One build per key: :meth:`Cache.get_or_build` holds an exclusive lock on the key
+(``<root>/locks/entries/<kind>-<key>.lock``, ``fcntl.flock``) around check, build and write,
+so concurrent jobs that need the same artifact train it once; the others wait and load it.
+:meth:`Cache.lock` gives the same lock for other shared builds. Writes go to a temporary
+file in the same folder, then ``os.replace`` (atomic on POSIX); temporary files left by
+killed writers are removed when a cache is opened once they are older than
+``stale_tmp_hours``.
 
 Root: the ``root`` argument, else ``$FAUX_CACHE_DIR``, else ``outputs/cache``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+import importlib.util
 import io
 import json
 import logging
 import os
-import pickle
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("faux.cache")
 
 _FILE_SUMS: dict[tuple[str, int, int], str] = {}
+_CODE_SUMS: dict[tuple, str] = {}
+
+#: temporary files of killed writers older than this are removed when a cache is opened
+STALE_TMP_HOURS = 6.0
 
 
 def cache_root(root: str | os.PathLike | None = None) -> Path:
@@ -50,6 +70,67 @@ def file_checksum(path: str | os.PathLike) -> str:
     return _FILE_SUMS[k]
 
 
+def data_checksum(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> str:
+    """One SHA-256 over the bytes of the given data files (folders: every file inside).
+
+    Depends on the files' contents and their names (not their folder), in a fixed order, so
+    the same data under another ``FAUX_DATA_DIR`` gives the same checksum and a changed row
+    gives another one."""
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files += sorted(f for f in p.rglob("*") if f.is_file())
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise FileNotFoundError(f"data_checksum: {p} does not exist")
+    h = hashlib.sha256()
+    for f in sorted(files, key=lambda f: (f.name, file_checksum(f))):
+        h.update(f"{f.name}:{file_checksum(f)}\n".encode())
+    return h.hexdigest()
+
+
+def code_version(*modules: str) -> str:
+    """A version of the code that made an artifact: SHA-256 of the named modules' sources.
+
+    ``code_version("faux.synth.cvae", "faux.synth.encoding")`` changes whenever one of those
+    files changes, so a key holding it cannot outlive the code (no hand-bumped constants).
+    The torch / numpy / scikit-learn / Lightning versions are part of it too, since they
+    change what training produces."""
+    names = sorted(set(modules))
+    if not names:
+        raise ValueError("code_version needs at least one module name")
+    files = []
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.origin or not Path(spec.origin).is_file():
+            raise ValueError(f"code_version: module {name!r} has no source file")
+        files.append(Path(spec.origin))
+    memo = tuple((n, str(f), f.stat().st_mtime_ns, f.stat().st_size) for n, f in zip(names, files))
+    if memo not in _CODE_SUMS:
+        h = hashlib.sha256()
+        for name, f in zip(names, files):
+            h.update(f"{name}\n".encode())
+            h.update(f.read_bytes())
+        h.update(_library_versions().encode())
+        _CODE_SUMS[memo] = h.hexdigest()[:16]
+    return _CODE_SUMS[memo]
+
+
+def _library_versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for dist in ("torch", "numpy", "scikit-learn", "pytorch-lightning"):
+        try:
+            out.append(f"{dist}=={version(dist)}")
+        except PackageNotFoundError:
+            out.append(f"{dist}==absent")
+    return ";".join(out)
+
+
 def _canonical(obj: Any) -> Any:
     """Plain-JSON form of a key dict (tuples -> lists, paths -> str, numpy scalars -> python)."""
     if isinstance(obj, dict):
@@ -70,37 +151,119 @@ def key_of(key_dict: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def pickle_dumps(obj: Any) -> bytes:
-    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+def to_plain(obj: Any, _where: str = "payload") -> Any:
+    """``obj`` as plain data: dicts (str/int keys), lists, tuples, str, int, float, bool,
+    None and CPU tensors. numpy arrays become tensors, numpy / torch scalars Python numbers;
+    anything else (a module, a fitted sklearn object, a class instance) is a TypeError."""
+    import numpy as np
+    import torch
+
+    if isinstance(obj, np.generic):  # before the plain types: np.float64 is a float subclass
+        return to_plain(obj.item(), _where)
+    if obj is None or type(obj) in (bool, int, float, str):
+        return obj
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind not in "biuf":
+            raise TypeError(f"{_where}: numpy array of dtype {obj.dtype} is not plain data")
+        return torch.from_numpy(np.ascontiguousarray(obj))
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            k = k.item() if isinstance(k, np.generic) else k
+            if type(k) not in (str, int):
+                raise TypeError(f"{_where}: dict key {k!r} is not a str or int")
+            out[k] = to_plain(v, f"{_where}[{k!r}]")
+        return out
+    if isinstance(obj, list):
+        return [to_plain(v, f"{_where}[{i}]") for i, v in enumerate(obj)]
+    if isinstance(obj, tuple):  # namedtuples and torch.Size become plain tuples
+        return tuple(to_plain(v, f"{_where}[{i}]") for i, v in enumerate(obj))
+    raise TypeError(f"{_where}: {type(obj).__module__}.{type(obj).__name__} is not plain data "
+                    f"(cache entries hold dicts, lists, numbers, strings and tensors only)")
 
 
 def torch_dumps(obj: Any) -> bytes:
+    """Serialise plain data (see :func:`to_plain`) with ``torch.save``."""
     import torch
 
     buf = io.BytesIO()
-    torch.save(obj, buf)
+    torch.save(to_plain(obj), buf)
     return buf.getvalue()
 
 
 def torch_loads(data: bytes) -> Any:
+    """Load what :func:`torch_dumps` wrote; refuses (UnpicklingError) anything not plain data."""
     import torch
 
-    # entries are written by this process family only; full unpickling is intended
-    return torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)
+    return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+
+
+def json_dumps(obj: Any) -> bytes:
+    return json.dumps(_canonical(obj), sort_keys=True).encode()
+
+
+def json_loads(data: bytes) -> Any:
+    return json.loads(data.decode())
+
+
+#: the default serialisation of a cache entry
+dumps = torch_dumps
+loads = torch_loads
+
+
+@contextlib.contextmanager
+def _flock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 class Cache:
     """``get_or_build(kind, key_dict, build)``; ``hits``/``builds`` count what happened."""
 
-    def __init__(self, root: str | os.PathLike | None = None):
+    def __init__(self, root: str | os.PathLike | None = None, *,
+                 stale_tmp_hours: float = STALE_TMP_HOURS):
         self.root = cache_root(root)
         self.hits = 0
         self.builds = 0
+        self.remove_stale_tmp(stale_tmp_hours)
+
+    def remove_stale_tmp(self, hours: float = STALE_TMP_HOURS) -> list[Path]:
+        """Delete ``<root>/<kind>/*.tmp`` files older than ``hours`` (left by killed writers)."""
+        removed: list[Path] = []
+        if not self.root.is_dir():
+            return removed
+        cutoff = time.time() - float(hours) * 3600.0
+        for tmp in self.root.glob("*/.*.tmp"):
+            try:
+                if tmp.stat().st_mtime < cutoff:
+                    tmp.unlink()
+                    removed.append(tmp)
+            except FileNotFoundError:  # another process removed or renamed it
+                continue
+        if removed:
+            log.info("removed %d stale temporary file(s) from %s", len(removed), self.root)
+        return removed
 
     def path(self, kind: str, key_dict: dict) -> Path:
-        if not kind or "/" in kind or kind.startswith("."):
+        if not kind or "/" in kind or kind.startswith(".") or kind == "locks":
             raise ValueError(f"cache kind must be a plain folder name, got {kind!r}")
         return self.root / kind / f"{key_of(key_dict)}.bin"
+
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[None]:
+        """An exclusive inter-process lock ``<root>/locks/shared/<name>.lock`` for the block."""
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in str(name))
+        if not safe or safe.startswith("."):
+            raise ValueError(f"lock name must be a plain file name, got {name!r}")
+        with _flock(self.root / "locks" / "shared" / f"{safe}.lock"):
+            yield
 
     def _read(self, path: Path, loads: Callable[[bytes], Any]) -> Any:
         with open(path, "rb") as f:
@@ -127,23 +290,37 @@ class Cache:
             Path(tmp).unlink(missing_ok=True)
             raise
 
+    def _try_read(self, kind: str, path: Path, loads: Callable[[bytes], Any]) -> tuple[bool, Any]:
+        if not path.exists():
+            return False, None
+        try:
+            obj = self._read(path, loads)
+        except Exception as exc:  # corrupt, truncated, hostile, or not loadable any more
+            log.warning("cache entry %s is corrupt or not plain data (%s: %s); rebuilding", path,
+                        type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+            return False, None
+        self.hits += 1
+        log.info("cache hit: %s %s", kind, path.name)
+        return True, obj
+
     def get_or_build(self, kind: str, key_dict: dict, build: Callable[[], Any], *,
-                     dumps: Callable[[Any], bytes] = pickle_dumps,
-                     loads: Callable[[bytes], Any] = pickle.loads) -> Any:
-        """The cached object for ``(kind, key_dict)``, building and storing it on a miss."""
+                     dumps: Callable[[Any], bytes] = torch_dumps,
+                     loads: Callable[[bytes], Any] = torch_loads) -> Any:
+        """The cached object for ``(kind, key_dict)``, building and storing it on a miss.
+
+        Single-flight: a miss takes the key's lock, checks again, and only then builds, so
+        two processes asking for one key build it once. A fresh build is returned as it will
+        load from the cache (``loads(dumps(obj))``), so cold and warm runs get the same object."""
         path = self.path(kind, key_dict)
-        if path.exists():
-            try:
-                obj = self._read(path, loads)
-            except Exception as exc:  # corrupt, truncated, or not loadable any more
-                log.warning("cache entry %s is corrupt (%s: %s); rebuilding", path,
-                            type(exc).__name__, exc)
-            else:
-                self.hits += 1
-                log.info("cache hit: %s %s", kind, path.name)
+        found, obj = self._try_read(kind, path, loads)
+        if found:
+            return obj
+        with _flock(self.root / "locks" / "entries" / f"{kind}-{path.stem}.lock"):
+            found, obj = self._try_read(kind, path, loads)  # built while we waited?
+            if found:
                 return obj
-        log.info("cache miss: %s %s; building", kind, path.name)
-        obj = build()
-        self.builds += 1
-        self._write(path, key_dict, dumps(obj))
-        return obj
+            log.info("cache miss: %s %s; building", kind, path.name)
+            payload = dumps(build())
+            self.builds += 1
+            self._write(path, key_dict, payload)
+        return loads(payload)

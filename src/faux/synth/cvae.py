@@ -134,6 +134,22 @@ class CVAE(pl.LightningModule):
         return float((0.5 * (mu.pow(2) + logvar.exp() - 1.0 - logvar).sum(dim=1)).mean())
 
 
+def cvae_state(model: CVAE) -> dict:
+    """A CVAE as plain data: its constructor arguments and its state dict (tensors)."""
+    hp = {"block_sizes": [int(k) for k in model.block_sizes], "hidden": int(model.hparams.hidden),
+          "depth": int(model.hparams.depth), "latent_dim": int(model.latent_dim),
+          "beta": float(model.beta), "lr": float(model.lr)}
+    return {"hparams": hp, "state_dict": {k: v.detach().cpu().clone()
+                                          for k, v in model.state_dict().items()}}
+
+
+def cvae_from_state(state: dict) -> CVAE:
+    """Inverse of :func:`cvae_state`: the CVAE in eval mode."""
+    model = CVAE(**state["hparams"])
+    model.load_state_dict(state["state_dict"])
+    return model.eval()
+
+
 def train_cvae(x: np.ndarray, y: np.ndarray, block_sizes, *, hidden: int, depth: int,
                latent_dim: int = 8, beta: float = 1.0, lr: float = 1e-3, epochs: int = 200,
                max_steps: int | None = None, batch_size: int = 64, patience: int | None = 20,

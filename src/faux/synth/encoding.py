@@ -117,6 +117,57 @@ class ModeEncoder:
     def fit_transform(self, X: np.ndarray, feature_names=None) -> np.ndarray:
         return self.fit(X, feature_names).transform(X)
 
+    def to_state(self) -> dict:
+        """The fitted encoder as plain data (numbers and arrays; no pickled objects)."""
+        self._check_fitted()
+        return {
+            "n_components": int(self.n_components), "reg_covar": float(self.reg_covar),
+            "on_excess": str(self.on_excess), "seed": int(self.seed),
+            "mean": np.asarray(self.mean_, dtype=np.float64),
+            "scale": np.asarray(self.scale_, dtype=np.float64),
+            "reductions": {str(k): [int(a), int(b)] for k, (a, b) in self.reductions_.items()},
+            "gmms": [{name: np.asarray(getattr(g, f"{name}_"), dtype=np.float64)
+                      for name in _GMM_ARRAYS} for g in self.gmms_],
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> ModeEncoder:
+        """Inverse of :meth:`to_state` (arrays may come back as tensors)."""
+        enc = cls(n_components=int(state["n_components"]), reg_covar=float(state["reg_covar"]),
+                  on_excess=str(state["on_excess"]), seed=int(state["seed"]))
+        enc.mean_, enc.scale_ = _array(state["mean"]), _array(state["scale"])
+        enc.reductions_ = {k: (int(a), int(b)) for k, (a, b) in state["reductions"].items()}
+        enc.gmms_ = [_gmm_from_arrays({k: _array(v) for k, v in g.items()}, enc.reg_covar)
+                     for g in state["gmms"]]
+        if enc.mean_.shape != enc.scale_.shape or enc.mean_.shape[0] != len(enc.gmms_):
+            raise DataError("ModeEncoder state is inconsistent (mean/scale/mixtures differ in "
+                            "length); rebuild the generator")
+        return enc
+
+
+#: fitted attributes of a 1-D full-covariance GaussianMixture that ``predict_proba`` uses
+_GMM_ARRAYS = ("weights", "means", "covariances", "precisions", "precisions_cholesky")
+
+
+def _array(v) -> np.ndarray:
+    if hasattr(v, "detach"):
+        v = v.detach().cpu().numpy()
+    return np.array(v, dtype=np.float64)
+
+
+def _gmm_from_arrays(arrays: dict, reg_covar: float) -> GaussianMixture:
+    """A fitted GaussianMixture rebuilt from its parameter arrays (no unpickling)."""
+    k = int(arrays["weights"].shape[0])
+    if arrays["means"].shape != (k, 1) or arrays["covariances"].shape != (k, 1, 1):
+        raise DataError(f"GMM arrays have shapes {arrays['means'].shape} / "
+                        f"{arrays['covariances'].shape}; rebuild the generator")
+    gmm = GaussianMixture(n_components=k, covariance_type="full", reg_covar=float(reg_covar))
+    for name in _GMM_ARRAYS:
+        setattr(gmm, f"{name}_", arrays[name])
+    gmm.n_features_in_ = 1
+    gmm.converged_ = True
+    return gmm
+
 
 def block_bounds(block_sizes) -> list[tuple[int, int]]:
     """``[(start, stop), ...]`` column ranges of each feature block."""

@@ -18,17 +18,23 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from faux.cache import Cache, file_checksum, torch_dumps, torch_loads
+from faux.cache import Cache, code_version, data_checksum, torch_dumps, torch_loads
 from faux.errors import ConfigError
 from faux.synth.bias import mutual_information, p_bias, sample_joint
-from faux.synth.cvae import CVAE, DECODINGS, gumbel_noise, train_cvae
+from faux.synth.cvae import CVAE, DECODINGS, cvae_from_state, cvae_state, gumbel_noise, train_cvae
 from faux.synth.encoding import ModeEncoder
 from faux.synth.fusion import FUSIONS, fuse, projections
 
 log = logging.getLogger("faux.synth")
 
-#: bump when a change to encoding/CVAE code makes cached generators stale
-GENERATOR_VERSION = 1
+#: the modules whose source decides what a trained generator is (data loading, encoding,
+#: CVAE, training loop, this builder): any edit to one of them makes cached generators stale
+GENERATOR_MODULES = ("faux.data.pmlb_data", "faux.synth.encoding", "faux.synth.cvae",
+                     "faux.models.training", "faux.synth.sampler")
+
+#: a hash of GENERATOR_MODULES' sources and the numeric libraries' versions (not bumped by
+#: hand); keys of artifacts made from generators (targets, aux models) include it
+GENERATOR_VERSION = code_version(*GENERATOR_MODULES)
 
 #: defaults for any dataset; per-dataset values below (Table 2: components, hidden, depth)
 GENERATOR_DEFAULT: dict = {
@@ -82,6 +88,8 @@ class DatasetGenerator:
     p_label: float
     cfg: dict
     info: dict = field(default_factory=dict)
+    #: the generator's cache key: dataset, data checksum, code version, config, seed
+    key: dict = field(default_factory=dict)
 
     @property
     def dim(self) -> int:
@@ -128,13 +136,11 @@ def _check_decoding(decoding: str) -> str:
 def build_dataset_generator(name: str, cfg: dict | None = None, *, seed: int = 0,
                             cache: Cache | None = None, root=None) -> DatasetGenerator:
     """Train (or load from the cache) the mode encoder and CVAE of PMLB dataset ``name``."""
-    from faux.data.pmlb_data import PAPER_PMLB, load_pmlb, pmlb_path
+    from faux.data.pmlb_data import PAPER_PMLB, load_pmlb
 
     cfg = generator_config(name, cfg)
     data = load_pmlb(name, root)  # raises DataError for unknown / non-binary datasets
-    path = pmlb_path(name, root)
-    key = {"what": "dataset_generator", "version": GENERATOR_VERSION, "dataset": name,
-           "data_sha256": file_checksum(path), "cfg": cfg, "seed": int(seed)}
+    key = generator_cache_key(name, cfg, seed=seed, root=root)
 
     def build() -> dict:
         if name not in PAPER_PMLB:
@@ -148,19 +154,30 @@ def build_dataset_generator(name: str, cfg: dict | None = None, *, seed: int = 0
             latent_dim=cfg["latent_dim"], beta=cfg["beta"], lr=cfg["lr"], epochs=cfg["epochs"],
             max_steps=cfg["max_steps"], batch_size=cfg["batch_size"], patience=cfg["patience"],
             val_fraction=cfg["val_fraction"], seed=seed)
-        return {"encoder": enc, "hparams": dict(cvae.hparams), "state_dict": cvae.state_dict(),
+        # plain data only (arrays, numbers, a state dict): the cache never unpickles code
+        return {"encoder": enc.to_state(), "cvae": cvae_state(cvae),
                 "p_label": float(data.y.mean()), "info": info}
 
     cache = cache if cache is not None else Cache()
     bundle = cache.get_or_build("generator", key, build, dumps=torch_dumps, loads=torch_loads)
-    hp = dict(bundle["hparams"])
-    cvae = CVAE(**hp)
-    cvae.load_state_dict(bundle["state_dict"])
-    cvae.eval()
+    cvae = cvae_from_state(bundle["cvae"])
     for p in cvae.parameters():
         p.requires_grad_(False)
-    return DatasetGenerator(name=name, encoder=bundle["encoder"], cvae=cvae,
-                            p_label=bundle["p_label"], cfg=copy.deepcopy(cfg), info=bundle["info"])
+    return DatasetGenerator(name=name, encoder=ModeEncoder.from_state(bundle["encoder"]),
+                            cvae=cvae, p_label=float(bundle["p_label"]), cfg=copy.deepcopy(cfg),
+                            info=bundle["info"], key=key)
+
+
+def generator_cache_key(name: str, cfg: dict, *, seed: int = 0, root=None) -> dict:
+    """The cache key of dataset ``name``'s generator under the full config ``cfg``.
+
+    Holds the SHA-256 of the data file it trains on and the code version of
+    GENERATOR_MODULES, so a changed row or a changed line of code makes a new key."""
+    from faux.data.pmlb_data import pmlb_path
+
+    return {"what": "dataset_generator", "code": GENERATOR_VERSION, "dataset": name,
+            "data_sha256": data_checksum(pmlb_path(name, root)), "cfg": dict(cfg),
+            "seed": int(seed)}
 
 
 @dataclass
@@ -217,6 +234,14 @@ class SyntheticGenerator:
         self.gen_y = (self.gen_c if xy == xc else
                       build_dataset_generator(xy, generator_config(xy, cfgs.get(xy)), seed=seed,
                                               cache=self.cache, root=root))
+
+    @property
+    def key(self) -> dict:
+        """What this pair's samples depend on: both generators' keys (data checksums, code
+        version, configs, seed) and the decoding options. Keys of artifacts trained on its
+        samples (targets, aux models) should hold it."""
+        return {"c": self.gen_c.key, "y": self.gen_y.key, "decoding": self.decoding,
+                "tau": self.tau, "dxdc_at": self.dxdc_at}
 
     @property
     def p_c1(self) -> float:
