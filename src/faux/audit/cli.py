@@ -1,0 +1,158 @@
+"""The ``faux`` console script: ``faux audit --model PATH --data PATH --protected COLUMN``.
+
+Exit codes: 0 the audit ran and no gate failed; 1 a gate failed (``--fail-above`` /
+``--max-flagged-rate``; the outputs are written); 2 bad input or usage (one line on
+stderr, nothing written); 3 an unexpected error (traceback on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+from faux.errors import FauxError
+
+EXIT_OK, EXIT_GATE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+EPILOG = """exit codes: 0 = passed (or no gate set), 1 = gate failed (--fail-above /
+--max-flagged-rate; outputs still written), 2 = bad input or usage (one line on stderr,
+nothing written), 3 = unexpected error.
+
+example (the bundled Adult data, see README "Audit your own model"):
+  faux audit --model model.skops --data adult.parquet --protected sex --label income \\
+      --fail-above 0.05 --max-flagged-rate 0.01
+"""
+
+
+def _positive_int(v: str) -> int:
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {v!r}")
+    return n
+
+
+def _nonneg_float(v: str) -> float:
+    try:
+        x = float(v)
+    except ValueError:
+        x = -1.0
+    if not x >= 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative number, got {v!r}")
+    return x
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="faux", description="faux: individual-fairness testing "
+                                "by gradient alignment (fAux).")
+    sub = p.add_subparsers(dest="command", required=True)
+    a = sub.add_parser(
+        "audit", help="audit a model for individual unfairness on a data set",
+        description="Score every row of a data set for individual unfairness of MODEL with "
+        "respect to a protected attribute (fAux, eq. 9; fAux+NG, eq. 10): an aux model learns "
+        "the protected attribute from the features, and a row is flagged when the model's "
+        "prediction moves along the direction that carries it. Writes scores.parquet, "
+        "summary.json and a self-contained report.html.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    a.add_argument("--model", required=True, metavar="PATH",
+                   help="the model under test: TorchScript (.pt, torch.jit.save), "
+                   "torch.export (.pt2), scikit-learn/LightGBM via skops (.skops), ONNX (.onnx), "
+                   "a LightGBM text model, or pickle/joblib (only with --trust-pickle). It "
+                   "must read the feature columns in the given order and output a logit "
+                   "(torch) or a probability of the positive class")
+    a.add_argument("--data", required=True, metavar="PATH",
+                   help="CSV or Parquet file, one row per individual, read in batches")
+    a.add_argument("--protected", required=True, metavar="COLUMN",
+                   help="column of the protected attribute (binary, categorical or continuous; "
+                   "never a model input)")
+    a.add_argument("--label", metavar="COLUMN", default=None,
+                   help="column of the true label (not a model input; needed by --aux adel)")
+    a.add_argument("--features", nargs="+", metavar="COLUMN", default=None,
+                   help="the model's input columns, in the model's order (default: every "
+                   "column except --protected and --label). One-hot columns named "
+                   "'feature=value' are grouped in the feature ranking")
+    a.add_argument("--out", metavar="DIR", default=None,
+                   help="output folder (default outputs/audit/<data file name>); replaced "
+                   "only once the audit completes")
+    a.add_argument("--methods", nargs="+", default=["faux", "faux_ng"],
+                   choices=["faux", "faux_ng", "faux_ig", "fta"],
+                   help="scorers, one score column each (default: faux faux_ng); the first "
+                   "decides who is flagged. faux_ig needs a torch model")
+    a.add_argument("--trust-pickle", action="store_true",
+                   help="allow pickle/joblib/torch.save model files: loading them runs code "
+                   "from the file, so only for files you trust")
+    a.add_argument("--trust-type", action="append", default=[], metavar="TYPE",
+                   help="a type a .skops file may instantiate beyond skops' default trust list "
+                   "(e.g. lightgbm.sklearn.LGBMClassifier); repeat for each type")
+    a.add_argument("--threshold", type=_nonneg_float, default=None, metavar="DELTA",
+                   help="flag rows whose first-method score exceeds DELTA (default 0.05 for "
+                   "faux and faux_ig, 0.5 for faux_ng, 0.1 for fta); no effect on the exit code")
+    a.add_argument("--fail-above", type=_nonneg_float, default=None, metavar="DELTA",
+                   help="gate: flag rows scoring above DELTA and exit 1 if any row is flagged "
+                   "(or, with --max-flagged-rate, if more than that fraction is)")
+    a.add_argument("--max-flagged-rate", type=float, default=None, metavar="R",
+                   help="gate: exit 1 when the fraction of flagged rows exceeds R (0..1)")
+    a.add_argument("--aux", choices=["mlp", "adel"], default="mlp",
+                   help="aux model of the protected attribute: an MLP (default) or the Adel "
+                   "et al. aux kept from reading the label (needs --label)")
+    a.add_argument("--protected-type", choices=["auto", "binary", "categorical", "continuous"],
+                   default="auto", help="how to read the protected column (default auto: 2 "
+                   "values binary, up to 20 categorical, more numeric values continuous)")
+    a.add_argument("--sample", type=_positive_int, default=20_000, metavar="N",
+                   help="rows drawn uniformly to train the aux model (80%%) and measure its "
+                   "quality (20%%) (default 20000)")
+    a.add_argument("--batch-size", type=_positive_int, default=65_536, metavar="N",
+                   help="rows read and scored per batch; bounds memory (default 65536)")
+    a.add_argument("--aux-epochs", type=_positive_int, default=30, metavar="N",
+                   help="maximum aux training epochs, early stopping on the held-out rows "
+                   "(default 30)")
+    a.add_argument("--fd-step", type=float, default=0.1, metavar="H",
+                   help="black-box models: central finite-difference step, in standard "
+                   "deviations of the features (default 0.1)")
+    a.add_argument("--seed", type=int, default=0, help="seed of the sample and the aux model")
+    a.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        from faux.audit.core import audit
+
+        res = audit(args.model, data=args.data, protected=args.protected, label=args.label,
+                    features=args.features, methods=args.methods, aux=args.aux,
+                    aux_epochs=args.aux_epochs, sample=args.sample, batch_size=args.batch_size,
+                    threshold=args.threshold, fail_above=args.fail_above,
+                    max_flagged_rate=args.max_flagged_rate,
+                    protected_type=args.protected_type, fd_step=args.fd_step, seed=args.seed,
+                    out_dir=args.out, trust_pickle=args.trust_pickle,
+                    trusted_types=args.trust_type,
+                    progress=False if args.no_progress else None)
+    except FauxError as err:
+        print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("faux audit: interrupted; nothing written", file=sys.stderr)
+        return 130
+    except Exception:
+        traceback.print_exc()
+        return EXIT_INTERNAL
+    s = res.summary
+    q = s["aux_quality"]
+    qual = f"R2 {q['r2']:.3f}" if "r2" in q else f"AUROC {q['auroc']:.3f}"
+    print(f"audited {s['data']['rows']:,} rows in {s['seconds_total']:.1f} s; aux {qual}; "
+          f"flagged {s['flagged']['count']:,} ({s['flagged']['rate']:.3%}) with "
+          f"{s['settings']['primary']} > {s['settings']['threshold']}; outputs in {res.out_dir}")
+    if q.get("warning"):
+        print(f"warning: {q['warning']}", file=sys.stderr)
+    if not res.passed:
+        print("gate failed: " + "; ".join(s["gate"]["reasons"]), file=sys.stderr)
+        return EXIT_GATE
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+"""Loading a user's model safely, and one interface over every kind: ``TargetModel``.
+
+A ``TargetModel`` maps raw feature rows ``x`` (numpy float, ``(n, d)``) to the model's
+probability of the positive class (``proba``); a differentiable one (PyTorch) also exposes
+``module``, an ``nn.Module`` mapping a float tensor to logits ``(n,)``, which the audit
+scores with autograd through ``faux.score``. Everything else is a black box scored by finite
+differences (``faux.audit.scoring``).
+
+Formats, by content (not only by extension):
+
+- TorchScript archives (``torch.jit.save``): ``torch.jit.load``; no Python code runs (the
+  TorchScript interpreter runs the model's compiled graph).
+- ``torch.export`` programs (``torch.export.save``, ``.pt2``): ``torch.export.load``; a
+  program exported with a static batch size is called in chunks of that size (padded).
+- skops files (``.skops``): ``skops.io.load`` after its trusted-types check; types outside
+  skops' default trust list are refused unless named with ``trusted_types``.
+- LightGBM text model files (``Booster.save_model``): parsed by LightGBM, no code runs.
+- ONNX (``.onnx``): ``onnxruntime``; the output named like ``prob*`` (or the last float
+  output) is read, column 1 of a two-column output.
+- pickle / joblib / ``torch.save``-d modules: only with ``trust_pickle=True`` (unpickling runs
+  code from the file).
+
+The model must output for a binary target: a logit (torch, ``(n,)``/``(n, 1)``; two logits
+``(n, 2)`` are read as ``z1 - z0``), ``predict_proba`` (sklearn-like, column 1), or a
+probability output (ONNX).
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from faux.errors import ConfigError, DataError
+
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".sav")
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())[:200]
+
+
+class TwoLogits(nn.Module):
+    """A module returning ``(n, 2)`` class logits, read as one logit ``z1 - z0``."""
+
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        out = self.inner(x)
+        return out[:, 1] - out[:, 0]
+
+
+class StaticBatch(nn.Module):
+    """Calls a program exported with a fixed batch size ``b`` in chunks of ``b`` rows (the
+    last chunk padded with copies of its first row; the padding's outputs are dropped)."""
+
+    def __init__(self, inner: nn.Module, b: int):
+        super().__init__()
+        self.inner = inner
+        self.b = int(b)
+
+    def forward(self, x):
+        outs = []
+        for s in range(0, x.shape[0], self.b):
+            xc = x[s:s + self.b]
+            m = xc.shape[0]
+            if m < self.b:
+                xc = torch.cat([xc, xc[:1].expand(self.b - m, -1)], dim=0)
+            outs.append(self.inner(xc)[:m])
+        return torch.cat(outs, dim=0)
+
+
+@dataclass
+class TargetModel:
+    """The model under audit. ``proba(x)``: probability of the positive class, ``(n,)``.
+
+    ``module`` is set for differentiable (torch) models: logits ``(n,)`` of float32 input.
+    ``n_features`` is the input width when the model states it (else None). ``kind`` and
+    ``source`` describe it for the report.
+    """
+
+    proba_fn: Callable[[np.ndarray], np.ndarray]
+    kind: str
+    source: str
+    module: nn.Module | None = None
+    n_features: int | None = None
+
+    @property
+    def differentiable(self) -> bool:
+        return self.module is not None
+
+    def proba(self, x: np.ndarray) -> np.ndarray:
+        p = np.asarray(self.proba_fn(x), dtype=np.float64).reshape(-1)
+        if p.shape[0] != x.shape[0]:
+            raise DataError(f"the model returned {p.shape[0]} outputs for {x.shape[0]} rows; "
+                            "it must return one probability (or logit) per row")
+        bad = ~np.isfinite(p)
+        if bad.any():
+            raise DataError(f"the model's output is not finite on {int(bad.sum())} of "
+                            f"{x.shape[0]} rows (first row {int(np.flatnonzero(bad)[0])} of the "
+                            "batch); check the model and the features it is given")
+        return p
+
+
+# --------------------------------------------------------------------------- wrappers
+
+
+def _logit_module(module: nn.Module, d: int | None) -> nn.Module:
+    """Probe ``module`` with 2 rows and wrap it so that it returns logits ``(n,)``."""
+    module = module.eval() if hasattr(module, "eval") else module
+    if d is None:
+        return module
+    with torch.no_grad():
+        try:
+            out = module(torch.zeros(2, d))
+        except Exception as err:
+            raise DataError(f"calling the torch model on rows of {d} features failed "
+                            f"({_one_line(err)}); pass the features it was trained on, in its "
+                            "column order (--features)") from err
+    if not isinstance(out, torch.Tensor):
+        raise DataError(f"the torch model returned {type(out).__name__}; it must return a tensor "
+                        "of logits (n,) or (n, 1)")
+    if out.ndim == 2 and out.shape[1] == 2:
+        return TwoLogits(module)
+    if not (out.ndim == 1 or (out.ndim == 2 and out.shape[1] == 1)):
+        raise DataError(f"the torch model returned shape {tuple(out.shape)} for 2 rows; audit "
+                        "needs one logit per row (n,) or (n, 1) (or two class logits (n, 2))")
+    return module
+
+
+def _module_width(module: nn.Module) -> int | None:
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            return int(m.in_features)
+    if isinstance(module, torch.jit.ScriptModule):
+        for name, p in module.named_parameters():
+            if name.endswith("weight") and p.ndim == 2:
+                return int(p.shape[1])
+    return None
+
+
+def from_torch(module: nn.Module, source: str = "torch module", d: int | None = None
+               ) -> TargetModel:
+    """A torch module returning logits; ``d`` (the data's width) is used to probe it."""
+    width = _module_width(module)
+    if width is not None and d is not None and width != d:
+        raise DataError(f"the model reads {width} features but the data has {d}; pass the "
+                        "features it was trained on, in its column order (--features)")
+    mod = _logit_module(module, d if d is not None else width)
+    for p in mod.parameters():
+        p.requires_grad_(False)
+
+    def proba(x):
+        with torch.no_grad():
+            z = mod(torch.as_tensor(np.asarray(x, dtype=np.float32)))
+        return torch.sigmoid(z.reshape(-1)).double().numpy()
+
+    return TargetModel(proba, "torch", source, module=mod, n_features=width)
+
+
+def from_estimator(est, source: str = "estimator") -> TargetModel:
+    """A scikit-learn-like classifier (``predict_proba``) or regressor (``predict``)."""
+    width = getattr(est, "n_features_in_", None)
+    if width is None and hasattr(est, "num_feature"):  # a LightGBM Booster
+        width = int(est.num_feature())
+    if hasattr(est, "predict_proba"):
+        classes = getattr(est, "classes_", None)
+        if classes is not None and len(classes) != 2:
+            raise ConfigError(f"the model has {len(classes)} classes; audit tests binary "
+                              "classifiers (or regressors)")
+
+        def proba(x):
+            return np.asarray(est.predict_proba(x))[:, 1]
+        kind = "classifier"
+    elif hasattr(est, "predict"):
+        def proba(x):
+            return np.asarray(est.predict(x)).reshape(-1)
+        kind = "regressor" if not hasattr(est, "num_feature") else "lightgbm booster"
+    else:
+        raise ConfigError(f"{type(est).__name__} has neither predict_proba nor predict; pass a "
+                          "fitted classifier, a torch module or a model file")
+    return TargetModel(proba, f"{type(est).__module__.split('.')[0]} {kind}", source,
+                       n_features=None if width is None else int(width))
+
+
+def from_callable(fn: Callable, source: str = "function") -> TargetModel:
+    """A plain function ``x -> probability (n,)`` (black box)."""
+    return TargetModel(fn, "function", source)
+
+
+def as_target(model, d: int | None = None) -> TargetModel:
+    """Whatever the user passed (path, module, estimator, function) as a ``TargetModel``."""
+    if isinstance(model, TargetModel):
+        return model
+    if isinstance(model, str | Path):
+        return load_model(model, d=d)
+    if isinstance(model, nn.Module | torch.jit.ScriptModule):
+        return from_torch(model, type(model).__name__, d)
+    if hasattr(model, "predict_proba") or hasattr(model, "predict"):
+        return from_estimator(model, type(model).__name__)
+    if callable(model):
+        return from_callable(model, getattr(model, "__name__", "function"))
+    raise ConfigError(f"cannot audit a {type(model).__name__}: pass a torch module, a fitted "
+                      "estimator, a function x -> probability, or a model file path")
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _zip_names(path: Path) -> list[str]:
+    try:
+        with zipfile.ZipFile(path) as z:
+            return z.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return []
+
+
+def _load_export(path: Path, d: int | None) -> TargetModel:
+    ep = torch.export.load(str(path))
+    module = ep.module()
+    static = None
+    user = set(ep.graph_signature.user_inputs)
+    for node in ep.graph.nodes:
+        if node.op == "placeholder" and node.name in user:
+            val = node.meta.get("val")
+            if val is not None and isinstance(val.shape[0], int):
+                static = int(val.shape[0])
+            break
+    if static is not None and static > 0:
+        try:  # dynamic after all?
+            with torch.no_grad():
+                module(torch.zeros(static + 1, d or val.shape[1]))
+            static = None
+        except Exception:
+            module = StaticBatch(module, static)
+    return from_torch(module, f"torch.export program {path.name}", d)
+
+
+def _refuse_pickle(path: Path) -> None:
+    raise ConfigError(f"{path.name} is a pickle: loading it runs code from the file. Save the "
+                      "model with skops (skops.io.dump), ONNX, TorchScript or torch.export, or "
+                      "pass --trust-pickle if you trust its author")
+
+
+def _load_skops(path: Path, trusted_types) -> TargetModel:
+    import skops.io as sio
+
+    try:
+        untrusted = sio.get_untrusted_types(file=str(path))
+    except Exception as err:
+        raise DataError(f"cannot read the skops file {path}: {_one_line(err)}") from err
+    missing = [t for t in untrusted if t not in set(trusted_types or ())]
+    if missing:
+        flags = " ".join(f"--trust-type {t}" for t in missing)
+        raise ConfigError(f"{path.name} holds types skops does not trust by default: "
+                          f"{', '.join(missing)}; check them and pass {flags}")
+    est = sio.load(str(path), trusted=list(untrusted))
+    return from_estimator(est, f"skops file {path.name}")
+
+
+def _load_onnx(path: Path) -> TargetModel:
+    import onnxruntime as ort
+
+    try:
+        sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception as err:
+        raise DataError(f"cannot read the ONNX model {path}: {_one_line(err)}") from err
+    inp = sess.get_inputs()
+    if len(inp) != 1:
+        raise ConfigError(f"the ONNX model has {len(inp)} inputs; audit needs one input of "
+                          "shape (n, d) (export with a single float tensor input)")
+    dtype = np.float64 if inp[0].type == "tensor(double)" else np.float32
+    width = inp[0].shape[1] if len(inp[0].shape) == 2 and isinstance(inp[0].shape[1], int) else None
+    outs = sess.get_outputs()
+    pick = [o for o in outs if "prob" in o.name.lower()] or [outs[-1]]
+    name = pick[0].name
+
+    def proba(x):
+        (out,) = sess.run([name], {inp[0].name: np.ascontiguousarray(x, dtype=dtype)})
+        if isinstance(out, list):  # skl2onnx's ZipMap: a list of {class: probability}
+            keys = sorted(out[0])
+            return np.array([row[keys[-1]] for row in out])
+        out = np.asarray(out)
+        if out.ndim == 2 and out.shape[1] == 2:
+            return out[:, 1]
+        if out.ndim == 2 and out.shape[1] > 2:
+            raise ConfigError(f"the ONNX model's output {name!r} has {out.shape[1]} columns; "
+                              "audit tests binary classifiers")
+        return out.reshape(-1)
+
+    return TargetModel(proba, "onnx", f"ONNX model {path.name}", n_features=width)
+
+
+def _is_lightgbm_text(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return False
+    return head.startswith(b"tree\n") or head.startswith(b"tree\r\n")
+
+
+def load_model(path, d: int | None = None, *, trust_pickle: bool = False,
+               trusted_types=()) -> TargetModel:
+    """Load a model file safely (see the module docstring for the formats)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"model file {path} not found; pass --model with an existing file")
+    if path.stat().st_size == 0:
+        raise DataError(f"model file {path} is empty; save the model again")
+    suffix = path.suffix.lower()
+    names = _zip_names(path)
+    try:
+        if suffix == ".skops":
+            return _load_skops(path, trusted_types)
+        if suffix == ".onnx":
+            return _load_onnx(path)
+        if any(n.endswith("models/model.json") for n in names):
+            return _load_export(path, d)
+        if any("/code/" in n for n in names):
+            return from_torch(torch.jit.load(str(path), map_location="cpu"),
+                              f"TorchScript {path.name}", d)
+        if _is_lightgbm_text(path):
+            import lightgbm
+
+            return from_estimator(lightgbm.Booster(model_file=str(path)),
+                                  f"LightGBM model {path.name}")
+        if any(n.endswith("data.pkl") for n in names) or suffix in PICKLE_SUFFIXES:
+            if not trust_pickle:
+                _refuse_pickle(path)
+            return _load_pickle(path, names, d)
+    except (DataError, ConfigError):
+        raise
+    except Exception as err:
+        raise DataError(f"cannot load the model {path}: {_one_line(err)}; save it as "
+                        "TorchScript, torch.export, skops, ONNX or a LightGBM text file") from err
+    raise DataError(f"cannot tell the format of {path.name}; save the model as TorchScript "
+                    "(.pt), torch.export (.pt2), skops (.skops), ONNX (.onnx), a LightGBM text "
+                    "file, or pickle/joblib with --trust-pickle")
+
+
+def _load_pickle(path: Path, names: list[str], d: int | None) -> TargetModel:
+    if names:  # torch.save of a whole module
+        obj = torch.load(str(path), map_location="cpu", weights_only=False)
+    else:
+        import joblib
+
+        obj = joblib.load(path)
+    return as_target(obj, d)
