@@ -455,7 +455,10 @@ class SweepProgress(Callback):
         p["thread"].join(timeout=5)
         self._poll()
         p["closed"] = True
-        p["display"].stop(p["tally"].summary(p["cells"]))
+        try:
+            p["display"].stop(p["tally"].summary(p["cells"]))
+        except (OSError, ValueError):       # stderr already closed at interpreter exit
+            pass
 
 
 def write_event(events_dir: Path, event: dict) -> Path:
