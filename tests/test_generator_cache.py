@@ -1,0 +1,98 @@
+"""Generators in the cache (issue 15): keyed by data checksum and code, stored as plain data,
+rebuilt when a data row changes, and the same from two cold builds."""
+
+import gzip
+import shutil
+
+import pytest
+import torch
+
+from faux.cache import Cache, torch_loads
+from faux.synth.sampler import GENERATOR_VERSION, build_dataset_generator
+
+TINY = {"epochs": 2, "max_steps": 20, "hidden": 16, "depth": 1}
+
+
+@pytest.fixture
+def data_copy(tmp_path, monkeypatch):
+    """A private FAUX_DATA_DIR holding a copy of backache."""
+    from faux.paths import data_root
+
+    src = data_root() / "pmlb" / "backache"
+    dst = tmp_path / "data" / "pmlb" / "backache"
+    shutil.copytree(src, dst)
+    monkeypatch.setenv("FAUX_DATA_DIR", str(tmp_path / "data"))
+    return dst / "backache.tsv.gz"
+
+
+def _change_one_row(path):
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines(keepends=True)
+    cells = lines[1].rstrip("\n").split("\t")
+    cells[0] = str(float(cells[0]) + 1.0)  # one value of the first data row
+    lines[1] = "\t".join(cells) + "\n"
+    path.write_bytes(gzip.compress("".join(lines).encode()))
+
+
+def test_changed_data_row_changes_the_key_and_rebuilds(data_copy, tmp_path):
+    cache = Cache(tmp_path / "cache")
+    g1 = build_dataset_generator("backache", TINY, cache=cache)
+    assert cache.builds == 1
+    build_dataset_generator("backache", TINY, cache=cache)
+    assert (cache.builds, cache.hits) == (1, 1)
+    assert g1.key["code"] == GENERATOR_VERSION and len(g1.key["data_sha256"]) == 64
+    _change_one_row(data_copy)
+    g2 = build_dataset_generator("backache", TINY, cache=cache)
+    assert g2.key["data_sha256"] != g1.key["data_sha256"]
+    assert cache.builds == 2  # rebuilt on the new data, not served from the old entry
+    assert cache.path("generator", g2.key) != cache.path("generator", g1.key)
+
+
+def test_generator_entry_is_plain_data(tmp_path):
+    cache = Cache(tmp_path)
+    gen = build_dataset_generator("backache", TINY, cache=cache)
+    raw = cache.path("generator", gen.key).read_bytes()
+    bundle = torch_loads(raw.split(b"\n", 1)[1])  # weights_only=True: fails on any object
+    assert set(bundle) == {"encoder", "cvae", "p_label", "info"}
+    assert all(isinstance(g["means"], torch.Tensor) for g in bundle["encoder"]["gmms"])
+    # the loaded generator encodes and decodes exactly like the freshly trained one
+    again = build_dataset_generator("backache", TINY, cache=Cache(tmp_path))
+    x1, _ = gen.sample(50, seed=3)
+    x2, _ = again.sample(50, seed=3)
+    assert torch.equal(x1, x2)
+    xr1, _ = gen.real_encoded()
+    xr2, _ = again.real_encoded()
+    assert (xr1 == xr2).all()
+
+
+_COLD_BUILD = """
+import sys, torch
+from faux.cache import Cache
+from faux.synth.sampler import build_dataset_generator
+cfg = {"epochs": 2, "max_steps": 60, "hidden": 16, "depth": 1, "n_components": 4}
+g = build_dataset_generator("backache", cfg, cache=Cache(sys.argv[1]))
+x, y = g.sample(200, seed=7)
+gmm = [torch.from_numpy(m.means_) for m in g.encoder.gmms_]
+torch.save({"sd": g.cvae.state_dict(), "x": x, "y": y, "gmm": gmm}, sys.argv[2])
+"""
+
+
+def test_two_cold_builds_are_bit_identical(tmp_path):
+    """Finding 6: the same generator built twice from empty caches, here and in a process
+    with another hash seed and thread count, gives the same weights, mixtures and samples."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "OMP_NUM_THREADS": "2"}
+    out = tmp_path / "other.pt"
+    r = subprocess.run([sys.executable, "-c", _COLD_BUILD, str(tmp_path / "cache_b"), str(out)],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    b = torch.load(out, weights_only=True)
+    cfg = {**TINY, "max_steps": 60, "n_components": 4}
+    g = build_dataset_generator("backache", cfg, cache=Cache(tmp_path / "cache_a"))
+    x, y = g.sample(200, seed=7)
+    sd = g.cvae.state_dict()
+    assert all(torch.equal(sd[k], b["sd"][k]) for k in sd)
+    assert all(torch.equal(torch.from_numpy(m.means_), n) for m, n in zip(g.encoder.gmms_, b["gmm"]))
+    assert torch.equal(x, b["x"]) and torch.equal(y, b["y"])
