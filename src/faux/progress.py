@@ -153,11 +153,13 @@ def expand_sweep(cfg: DictConfig) -> tuple[list[list[str]] | None, list[str]]:
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    params = OmegaConf.select(cfg, "hydra.sweeper.params", default=None)
-    params = OmegaConf.to_container(params, resolve=False) if params is not None else {}
-    args = [f"{k}={v}" for k, v in params.items()]
-    args += list(OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
     try:
+        # as Hydra does: the sweeper's params resolved (instantiate resolves them, e.g. a
+        # resolver listing the methods), the command line's overrides as typed
+        params = OmegaConf.select(cfg, "hydra.sweeper.params", default=None)
+        params = OmegaConf.to_container(params, resolve=True) if params is not None else {}
+        args = [f"{k}={v}" for k, v in params.items()]
+        args += list(OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
         overrides = OverridesParser.create().parse_overrides(args)
         jobs = BasicSweeper.split_arguments(overrides, None)[0]
     except Exception:       # e.g. glob() sweeps need Hydra's config loader: count as unknown
