@@ -72,50 +72,131 @@ def test_missing_file_names_path_and_env(tmp_path, no_network):
     assert "FAUX_DATA_DIR" in msg and "\n" not in msg
 
 
-class _FakeGet:
-    """Stands in for ``requests.get``: records URLs; serves ``payloads[remote name]`` or fails."""
+@pytest.fixture
+def http_server():
+    """A local HTTP server on 127.0.0.1: serves ``files[path]`` (else 404), records paths."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    def __init__(self, payloads):
-        self.payloads, self.urls = payloads, []
+    files: dict[str, bytes] = {}
+    seen: list[str] = []
 
-    def __call__(self, url, timeout=None):
-        import requests
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            seen.append(self.path)
+            body = files.get(self.path)
+            self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Length", str(len(body or b"")))
+            self.end_headers()
+            self.wfile.write(body or b"")
 
-        assert timeout is not None  # a download must never hang
-        self.urls.append(url)
-        remote = url.rsplit("/", 2)[-2]
-        if remote not in self.payloads:
-            raise requests.ConnectionError("offline")
-        return type("Resp", (), {"content": self.payloads[remote],
-                                 "raise_for_status": lambda self: None})()
+        def log_message(self, *args):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}", files, seen
+    srv.shutdown()
+    srv.server_close()
 
 
-def test_failed_download_is_a_one_line_data_error(tmp_path, monkeypatch):
-    import requests
+@pytest.fixture
+def silent_server():
+    """A TCP port on 127.0.0.1 that accepts connections (kernel backlog) and never answers."""
+    import socket
 
-    fake = _FakeGet({})
-    monkeypatch.setattr(requests, "get", fake)
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(16)
+    yield f"http://127.0.0.1:{s.getsockname()[1]}"
+    s.close()
+
+
+def test_recorded_checksums_match_the_shared_files(shared_root):
+    from faux.data.download import sha256_of
+
+    assert set(pm.PMLB_SHA256) == set(pm.KNOWN_PMLB)
+    for name, digest in pm.PMLB_SHA256.items():
+        assert sha256_of(pm.pmlb_path(name, shared_root)) == digest, name
+
+
+def test_failed_download_is_a_one_line_data_error(tmp_path, monkeypatch, http_server):
+    url, _files, seen = http_server
+    monkeypatch.setattr(pm, "PMLB_URL", url)
     with pytest.raises(DataError) as err:
         pm.load_pmlb("wdbc", root=tmp_path)
     msg = str(err.value)
-    assert [u.rsplit("/", 2)[-2] for u in fake.urls] == ["wdbc", "_deprecated_wdbc"]
-    assert str(tmp_path / "pmlb" / "wdbc" / "wdbc.tsv.gz") in msg
+    assert seen == ["/wdbc/wdbc.tsv.gz", "/_deprecated_wdbc/_deprecated_wdbc.tsv.gz"]
+    assert "404" in msg and str(tmp_path / "pmlb" / "wdbc" / "wdbc.tsv.gz") in msg
     assert "FAUX_DATA_DIR" in msg and "\n" not in msg
-    assert not (tmp_path / "pmlb" / "wdbc" / "wdbc.tsv.gz").exists()
+    assert not (tmp_path / "pmlb" / "wdbc").exists() or \
+        list((tmp_path / "pmlb" / "wdbc").iterdir()) == []
 
 
-def test_download_falls_back_to_the_deprecated_name(tmp_path, monkeypatch):
-    import requests
-
-    table = b"f1\tf2\ttarget\n0.5\t1\t0\n1.5\t2\t1\n2.5\t3\t1\n"
-    fake = _FakeGet({"_deprecated_wdbc": gzip.compress(table)})
-    monkeypatch.setattr(requests, "get", fake)
+def test_download_falls_back_to_the_deprecated_name(tmp_path, monkeypatch, http_server,
+                                                    shared_root):
+    url, files, seen = http_server
+    good = pm.pmlb_path("wdbc", shared_root).read_bytes()
+    files["/_deprecated_wdbc/_deprecated_wdbc.tsv.gz"] = good
+    monkeypatch.setattr(pm, "PMLB_URL", url)
     data = pm.load_pmlb("wdbc", root=tmp_path)
-    assert (tmp_path / "pmlb" / "wdbc" / "wdbc.tsv.gz").is_file()
-    assert data.feature_names == ("f1",) and data.y.tolist() == [0, 1, 1]
-    fake.urls.clear()
-    pm.load_pmlb("wdbc", root=tmp_path)  # now cached locally: no second download
-    assert fake.urls == []
+    assert pm.pmlb_path("wdbc", tmp_path).read_bytes() == good  # raw bytes, verified
+    assert data.n_features == 30 and data.n_rows == 569
+    seen.clear()
+    pm.load_pmlb("wdbc", root=tmp_path)  # now local: no second download
+    assert seen == []
+
+
+def test_wrong_bytes_are_refused(tmp_path, monkeypatch, http_server, shared_root):
+    from faux.data.download import ChecksumError
+
+    url, files, seen = http_server
+    good = pm.pmlb_path("wdbc", shared_root).read_bytes()
+    table = gzip.decompress(good).replace(b"\t0\n", b"\t1\n", 1)  # one label flipped
+    files["/wdbc/wdbc.tsv.gz"] = gzip.compress(table)
+    files["/_deprecated_wdbc/_deprecated_wdbc.tsv.gz"] = good
+    monkeypatch.setattr(pm, "PMLB_URL", url)
+    with pytest.raises(ChecksumError, match="sha256") as err:
+        pm.load_pmlb("wdbc", root=tmp_path)
+    assert "\n" not in str(err.value) and "refused" in str(err.value)
+    assert seen == ["/wdbc/wdbc.tsv.gz"]  # a mismatch is final, not retried elsewhere
+    folder = tmp_path / "pmlb" / "wdbc"
+    assert not pm.pmlb_path("wdbc", tmp_path).exists() and list(folder.iterdir()) == []
+
+
+def test_silent_server_costs_a_bounded_time(tmp_path, monkeypatch, silent_server):
+    import time
+
+    import faux.data.download as dl
+
+    assert dl.DEFAULT_TIMEOUT == (10.0, 30.0)  # connect, read: not the old 60-120 s
+    monkeypatch.setattr(dl, "DEFAULT_TIMEOUT", (1.0, 1.0))
+    monkeypatch.setattr(pm, "PMLB_URL", silent_server)
+    t0 = time.monotonic()
+    with pytest.raises(DataError, match="ReadTimeout|timed out") as err:
+        pm.load_pmlb("backache", root=tmp_path)
+    elapsed = time.monotonic() - t0
+    assert elapsed < 8.0  # two tries at ~1 s each, not minutes
+    assert "\n" not in str(err.value)
+    assert not pm.pmlb_path("backache", tmp_path).exists()
+
+
+def test_download_verified_without_a_record_logs_and_keeps(tmp_path, http_server, caplog):
+    import hashlib
+    import logging
+
+    from faux.data.download import download_verified
+
+    url, files, _ = http_server
+    files["/x.bin"] = b"payload"
+    with caplog.at_level(logging.WARNING, logger="faux.data"):
+        out = download_verified(f"{url}/x.bin", tmp_path / "x.bin", None, timeout=(2, 2))
+    assert out.read_bytes() == b"payload"
+    assert any("unverified" in r.getMessage() for r in caplog.records)
+    digest = hashlib.sha256(b"payload").hexdigest()
+    out2 = download_verified(f"{url}/x.bin", tmp_path / "y.bin", digest.upper(), timeout=(2, 2))
+    assert out2.read_bytes() == b"payload"
 
 
 def _put(root: Path, name: str, data: bytes) -> Path:

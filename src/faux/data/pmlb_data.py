@@ -15,12 +15,28 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from faux.data.download import DownloadError, download_verified
 from faux.errors import DataError
 from faux.paths import data_root
 
 #: datasets used by the paper (Table 2) and shipped offline; any other PMLB name also loads.
 PAPER_PMLB = ("backache", "credit_g", "australian", "wdbc", "magic")
 KNOWN_PMLB = (*PAPER_PMLB, "credit_a")
+
+#: where PMLB's datasets are downloaded from (pmlb 1.0.1.post3's ``GITHUB_URL``)
+PMLB_URL = "https://github.com/EpistasisLab/penn-ml-benchmarks/raw/master/datasets"
+
+#: SHA-256 of each PMLB file we know: the bytes pmlb 1.0.1.post3 downloads (PMLB commit
+#: b63dd80 / the LFS objects of tag v1.0.1.post3; see shared/data/README.md). A download of
+#: one of these names that does not match is refused.
+PMLB_SHA256 = {
+    "australian": "7f3e5e96b80f5217830cdd198d33b4262cbded4f7cc22981daaa5d61fdcb8329",
+    "backache": "21d506c397dfeb3edbbbc253b923f59be6edb516689677ebef535296c6c62242",
+    "credit_a": "1d64387aa4bea78bd412ea3892bf17f48b32856074dfe3b5105f0bbc1b15603f",
+    "credit_g": "039c48aaf10d8ca444c2799123ff37f99c5a98402884e2df66d92cdaac09f53b",
+    "magic": "c823ea26d676538f9194d41f290798ff2f3fe59255c340418fd9439d8fc9c07f",
+    "wdbc": "a39fc5f054db506e83a4a4ec47eba1f7f9bf9bfdc983174e699312f32f42f1f5",
+}
 
 
 @dataclass(frozen=True)
@@ -46,30 +62,18 @@ def pmlb_path(name: str, root=None) -> Path:
 
 
 def _download(name: str, path: Path) -> None:
-    """Fetch ``name`` from PMLB's repository into ``path`` (tries ``_deprecated_<name>`` too)."""
-    import io
+    """Fetch ``name`` from PMLB's repository into ``path`` (tries ``_deprecated_<name>`` too).
 
-    import pmlb
-    import requests
-
+    The raw bytes are kept (no re-encoding) and checked against :data:`PMLB_SHA256`; each try
+    is bounded by :data:`faux.data.download.DEFAULT_TIMEOUT`."""
     errors = []
     for remote in (name, f"_deprecated_{name}"):
-        url = f"{pmlb.pmlb.GITHUB_URL}/{remote}/{remote}{pmlb.pmlb.suffix}"
-        try:
-            resp = requests.get(url, timeout=60)
-            resp.raise_for_status()
-            df = pd.read_csv(io.BytesIO(resp.content), sep="\t", compression="gzip")
-        except Exception as exc:  # network errors, 404s
-            errors.append(f"{remote}: {type(exc).__name__}")
+        url = f"{PMLB_URL}/{remote}/{remote}.tsv.gz"
+        try:  # a ChecksumError (wrong bytes) is not retried: it propagates
+            download_verified(url, path, PMLB_SHA256.get(name))
+        except DownloadError as exc:  # network errors, 404s, timeouts: try the other name
+            errors.append(f"{remote}: {exc.reason}")
             continue
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".part")
-            df.to_csv(tmp, sep="\t", compression="gzip", index=False)
-            tmp.replace(path)
-        except OSError as exc:
-            raise DataError(f"downloaded PMLB dataset '{name}' but cannot write {path} "
-                            f"({type(exc).__name__}); set FAUX_DATA_DIR to a writable folder") from None
         return
     raise DataError(
         f"PMLB dataset '{name}' is not at {path} and could not be downloaded "

@@ -1,0 +1,98 @@
+"""Verified downloads: bounded in time, checked against a recorded SHA-256, written atomically.
+
+``download_verified(url, dest, sha256)`` streams ``url`` into ``dest.part`` with a short
+connect/read timeout and an overall deadline, checks the SHA-256 of the bytes received, and
+only then renames the file to ``dest``. A mismatch deletes the partial file and raises
+:class:`ChecksumError`; a network error, an HTTP error or a timeout raises
+:class:`~faux.errors.DataError`; both messages are one line and name the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from pathlib import Path
+
+from faux.errors import DataError
+
+log = logging.getLogger("faux.data")
+
+#: (connect, read) seconds: a server that accepts but never answers costs at most this
+DEFAULT_TIMEOUT = (10.0, 30.0)
+#: a download (of any size) that takes longer than this is abandoned
+DEFAULT_MAX_SECONDS = 300.0
+
+
+class ChecksumError(DataError):
+    """Downloaded bytes differ from the recorded SHA-256."""
+
+
+class DownloadError(DataError):
+    """The download failed (network, HTTP status, timeout); ``reason`` says how, briefly."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+def sha256_of(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def download_verified(url: str, dest: str | os.PathLike, sha256: str | None, *,
+                      timeout: tuple[float, float] | float | None = None,
+                      max_seconds: float | None = None) -> Path:
+    """Fetch ``url`` to ``dest`` and check its SHA-256 (``None``: no recorded sum; logged).
+
+    ``timeout``: (connect, read) seconds, default :data:`DEFAULT_TIMEOUT`; ``max_seconds``:
+    the whole transfer, default :data:`DEFAULT_MAX_SECONDS`.
+
+    Returns ``dest``. Nothing is left at ``dest`` unless the whole file arrived and matched.
+    Raises :class:`DownloadError` (network, HTTP status, timeout) or :class:`ChecksumError`."""
+    import requests
+
+    timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+    max_seconds = DEFAULT_MAX_SECONDS if max_seconds is None else float(max_seconds)
+    dest = Path(dest)
+    part = dest.with_name(dest.name + ".part")
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"cannot create {dest.parent} ({type(exc).__name__}); set "
+                        f"FAUX_DATA_DIR to a writable folder") from None
+    h = hashlib.sha256()
+    start = time.monotonic()
+    try:
+        with requests.get(url, stream=True, timeout=timeout) as resp:
+            resp.raise_for_status()
+            with open(part, "wb") as f:
+                for chunk in resp.iter_content(1 << 16):
+                    if time.monotonic() - start > max_seconds:
+                        raise TimeoutError(f"not complete after {max_seconds:.0f} s")
+                    h.update(chunk)
+                    f.write(chunk)
+                f.flush()
+                os.fsync(f.fileno())
+    except (requests.RequestException, TimeoutError, OSError) as exc:
+        part.unlink(missing_ok=True)
+        detail = str(exc).splitlines()[0][:160] if str(exc) else ""
+        reason = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        raise DownloadError(f"download of {url} failed ({reason}); check the network, or "
+                            f"place the file at {dest} yourself", reason) from None
+    got = h.hexdigest()
+    if sha256 is not None and got != sha256.lower():
+        part.unlink(missing_ok=True)
+        raise ChecksumError(f"download of {url} has sha256 {got[:16]}…, expected "
+                            f"{sha256[:16]}…; refused (not written to {dest}); the server "
+                            f"sent other bytes: retry later or place a verified copy there")
+    if sha256 is None:
+        log.warning("no recorded sha256 for %s; downloaded %s unverified (sha256 %s)", url,
+                    dest, got)
+    os.replace(part, dest)
+    return dest
