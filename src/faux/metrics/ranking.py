@@ -1,4 +1,11 @@
-"""Ranking metrics: thin wrappers over scikit-learn with the checks the harness needs."""
+"""Ranking metrics: thin wrappers over scikit-learn with the checks the harness needs.
+
+AP and AUROC are scikit-learn's (tied scores form one threshold: AP is the step-wise
+precision-recall sum over distinct scores, AUROC counts a tied pair as one half). Both are
+NaN when the labels hold one class only (AP's recall, AUROC's pairs are undefined there);
+aggregates must treat NaN as "no value", not as 0. Bad input (lengths that differ, labels
+that are not 0/1, non-finite scores, empty arrays) raises :class:`~faux.errors.FauxError`.
+"""
 
 from __future__ import annotations
 
@@ -14,22 +21,38 @@ def _np(a) -> np.ndarray:
     return np.asarray(a, dtype=np.float64).reshape(-1)
 
 
-def average_precision(labels, scores) -> float:
-    """AP of ``scores`` against binary ``labels`` (NaN when labels hold one class only)."""
+def _labels_scores(labels, scores, what: str = "scores") -> tuple[np.ndarray, np.ndarray]:
     y, s = _np(labels), _np(scores)
     if y.shape != s.shape:
-        raise FauxError(f"labels ({y.size}) and scores ({s.size}) differ in length")
+        raise FauxError(f"labels ({y.size}) and {what} ({s.size}) differ in length")
+    if y.size == 0:
+        raise FauxError(f"no labels and {what}: the ranking is empty")
+    if not np.isin(y, (0.0, 1.0)).all():
+        raise FauxError(f"labels must be 0/1, got values {np.unique(y)[:5].tolist()}")
     if not np.isfinite(s).all():
-        raise FauxError(f"{int((~np.isfinite(s)).sum())} non-finite scores; check the scorer")
+        raise FauxError(f"{int((~np.isfinite(s)).sum())} non-finite {what}; check the scorer")
+    return y.astype(int), s
+
+
+def average_precision(labels, scores) -> float:
+    """AP of ``scores`` against binary ``labels`` (NaN when labels hold one class only)."""
+    y, s = _labels_scores(labels, scores)
     if y.min() == y.max():
         return float("nan")
-    return float(average_precision_score(y.astype(int), s))
+    return float(average_precision_score(y, s))
 
 
 def top_fraction_labels(ifs, fraction: float = 0.3) -> np.ndarray:
-    """Binary labels marking the top ``fraction`` of individuals by IFS (ties broken by order)."""
+    """Binary labels marking the top ``fraction`` of individuals by IFS.
+
+    ``k = max(1, round(fraction * n))`` positives; ties at the cut are broken by position
+    (the earlier individual wins), so exactly ``k`` are marked."""
+    if not 0.0 < float(fraction) <= 1.0:
+        raise FauxError(f"fraction must be in (0, 1], got {fraction}")
     v = _np(ifs)
-    k = max(1, int(round(fraction * v.size)))
+    if not np.isfinite(v).all():
+        raise FauxError(f"{int((~np.isfinite(v)).sum())} non-finite IFS values")
+    k = max(1, int(round(float(fraction) * v.size)))
     lab = np.zeros(v.size, dtype=int)
     lab[np.argsort(-v, kind="stable")[:k]] = 1
     return lab
@@ -41,10 +64,11 @@ def ap_top_fraction(ifs, scores, fraction: float = 0.3) -> float:
 
 
 def auroc(labels, scores) -> float:
-    y, s = _np(labels), _np(scores)
+    """ROC AUC of ``scores`` against binary ``labels`` (NaN when labels hold one class)."""
+    y, s = _labels_scores(labels, scores)
     if y.min() == y.max():
         return float("nan")
-    return float(roc_auc_score(y.astype(int), s))
+    return float(roc_auc_score(y, s))
 
 
 def separation_auroc(scores_unfair, scores_fair) -> float:
@@ -54,8 +78,15 @@ def separation_auroc(scores_unfair, scores_fair) -> float:
 
 
 def ndcg(true_relevance, predicted_scores, k: int | None = None) -> float:
-    """NDCG of a predicted feature ranking against true relevances (scikit-learn)."""
+    """NDCG of a predicted feature ranking against true relevances (scikit-learn; linear
+    gains, ties in the prediction averaged)."""
     t, p = _np(true_relevance), _np(predicted_scores)
     if t.shape != p.shape:
         raise FauxError(f"relevance ({t.size}) and scores ({p.size}) differ in length")
+    if t.size < 2:
+        raise FauxError(f"NDCG needs at least 2 items to rank, got {t.size}")
+    if not (np.isfinite(t).all() and np.isfinite(p).all()):
+        raise FauxError("non-finite relevance or scores in NDCG")
+    if (t < 0).any():
+        raise FauxError("NDCG relevances must be >= 0 (use absolute values)")
     return float(ndcg_score(t[None, :], p[None, :], k=k))
