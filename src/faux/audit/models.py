@@ -114,7 +114,10 @@ class TargetModel:
 
 def _logit_module(module: nn.Module, d: int | None) -> nn.Module:
     """Probe ``module`` with 2 rows and wrap it so that it returns logits ``(n,)``."""
-    module = module.eval() if hasattr(module, "eval") else module
+    try:
+        module.eval()
+    except NotImplementedError:  # torch.export programs have no train/eval switch
+        pass
     if d is None:
         return module
     with torch.no_grad():
