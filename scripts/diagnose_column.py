@@ -13,7 +13,7 @@ import argparse
 
 import torch
 
-from faux.experiments.synthetic import Column, prepare_column, train_aux
+from faux.studies.column import Column, prepare_column, train_aux
 from faux.methods.gradients import score
 from faux.methods.lic_ub import lic_ub
 from faux.metrics.ranking import ap_top_fraction, average_precision

@@ -11,11 +11,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from faux.aggregate import Sweep, read_sweep
 from faux.data.real import RealData
 from faux.errors import ConfigError, DataError
-from faux.experiments.real import (
-    METHODS,
+from faux.methods.transparency import aggregate_groups
+from faux.reports.fig4 import build as build_fig4
+from faux.reports.sweep import Sweep, read_sweep
+from faux.reports.table3 import build as build_table3
+from faux.reports.table4 import build as build_table4
+from faux.studies import real as real_study
+from faux.studies.real import (
     RealSettings,
     discrete_mask,
     mutual_information,
@@ -26,11 +30,10 @@ from faux.experiments.real import (
     subsample,
     summarise_pair,
 )
-from faux.jobs import real_cell
-from faux.methods.transparency import aggregate_groups
-from faux.reports.real_tables import build_fig4, build_table3, build_table4
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the methods the real-data study runs: every registered one but LIC-UB (needs dx/dc)
+METHODS = ("fta", "fta_lin", "unfair_map", "fliptest", "faux", "faux_ng", "faux_ig")
 TINY = RealSettings(max_train_rows=300, n_score=60, max_epochs=2, patience=2, gan_steps=4,
                     variants={"faux_ng_feature": {"method": "faux_ng", "ng": "feature"}},
                     n_random_rankings=20, gan_quality_rows=100, accelerator="cpu")
@@ -58,6 +61,28 @@ def _toy_data(n=600, seed=0, c_values=(0, 1)) -> RealData:
         feature_groups=groups, protected="c", categorical=("colour",),
         continuous=("proxy", "noise"), c_labels=("a", "b"), y_labels=("no", "yes"),
         mean=np.zeros(5), scale=np.ones(5), train_idx=tr, val_idx=va, test_idx=te, seed=seed)
+
+
+def _job(tmp_path, dataset: str, *overrides, log=lambda s: None) -> dict:
+    """One real-data job through the composed config (conf/experiment/real.yaml)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[
+            "experiment=real", f"data={dataset}", f"paths.data_dir={tmp_path}",
+            f"paths.output_dir={tmp_path / 'job'}", "profile.max_epochs=2", "profile.patience=1",
+            "profile.gan_steps=2", "profile.real.max_train_rows=100", "profile.real.n_score=10",
+            *overrides])
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    return real_study.run(real_study.Settings.from_config(plain), tmp_path / "job", log)
+
+
+def test_study_runs_every_registered_method_it_can():
+    assert real_study.methods() == METHODS
+    assert real_study.report_methods() == ("fliptest", "faux", "faux_ng", "faux_ig")
 
 
 def _sweep_of(*job_dirs) -> Sweep:
@@ -141,8 +166,8 @@ def test_subsample_and_single_group_errors():
 
 
 def test_fair_model_must_be_adel():
-    from faux.experiments.real import ModelSpecs, default_specs
     from faux.models.mlp import MLPSpec
+    from faux.studies.real import ModelSpecs, default_specs
 
     d = default_specs()
     specs = ModelSpecs(d.target, MLPSpec(max_epochs=1), d.aux, d.gan)
@@ -189,11 +214,8 @@ def test_run_real_on_toy_data_writes_every_metric():
 
 
 def test_ssl_absent_is_skipped_with_a_message(tmp_path):
-    cfg = {"data": {"name": "ssl", "kind": "real"}, "seed": 0, "paths": {"data_dir": str(tmp_path)},
-           "profile": {"max_epochs": 2, "patience": 1, "gan_steps": 2,
-                       "real": {"max_train_rows": 100, "n_score": 10}}}
     lines = []
-    out = real_cell.run(cfg, tmp_path / "job", lines.append)
+    out = _job(tmp_path, "ssl", log=lines.append)
     assert out["skip_kind"] == "absent" and "no SSL CSV" in out["skipped"]
     assert str(tmp_path / "ssl") in out["skipped"]
     assert len(lines) == 1 and lines[0].startswith("ssl seed 0: skipped: no SSL CSV")
@@ -206,10 +228,7 @@ def test_ssl_csv_missing_a_column_is_a_missing_cell(tmp_path):
     (tmp_path / "ssl").mkdir()
     pd.DataFrame({"SSL SCORE": [300, 100], "RACE CODE CD": ["BLK", "WHI"]}).to_csv(
         tmp_path / "ssl" / "ssl.csv", index=False)
-    cfg = {"data": {"name": "ssl", "kind": "real"}, "seed": 0, "paths": {"data_dir": str(tmp_path)},
-           "profile": {"max_epochs": 2, "patience": 1, "gan_steps": 2,
-                       "real": {"max_train_rows": 100, "n_score": 10}}}
-    out = real_cell.run(cfg, tmp_path / "job", lambda s: None)
+    out = _job(tmp_path, "ssl")
     assert out["skip_kind"] == "error" and "lacks column(s)" in out["skipped"]
     assert "\n" not in out["skipped"]
     rep = build_table3(_sweep_of(_fake_result(out, tmp_path / "job")), tmp_path / "r",
@@ -224,10 +243,7 @@ def test_missing_adult_files_are_a_one_line_skip(tmp_path, monkeypatch):
         raise OSError("network unreachable")
 
     monkeypatch.setattr(real_mod, "_fetch", offline)
-    cfg = {"data": {"name": "adult", "kind": "real"}, "seed": 0,
-           "paths": {"data_dir": str(tmp_path)},
-           "profile": {"max_epochs": 2, "patience": 1, "gan_steps": 2, "real": {}}}
-    out = real_cell.run(cfg, tmp_path / "job", lambda s: None)
+    out = _job(tmp_path, "adult")
     assert out["skip_kind"] == "error" and "\n" not in out["skipped"]
     assert "adult.data" in out["skipped"] and str(tmp_path / "aif360" / "adult") in out["skipped"]
     rep = build_fig4(_sweep_of(_fake_result(out, tmp_path / "job")), tmp_path / "r", tmp_path / "f")
@@ -235,10 +251,8 @@ def test_missing_adult_files_are_a_one_line_skip(tmp_path, monkeypatch):
 
 
 def test_non_real_dataset_is_refused(tmp_path):
-    cfg = {"data": {"name": "magic", "kind": "pmlb"}, "seed": 0, "paths": {"data_dir": "."},
-           "profile": {"max_epochs": 2, "patience": 1, "gan_steps": 2, "real": {}}}
     with pytest.raises(ConfigError, match="real dataset"):
-        real_cell.run(cfg, tmp_path, lambda s: None)
+        _job(tmp_path, "magic")
 
 
 # ----------------------------------------------------------------------------- harness

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
-from faux.aggregate import Sweep, read_sweep
-from faux.experiments.grid import check_cell, grid_problems, sweep_values
-from faux.reports.sweep_figures import build_fig11, fig11_correlations, fig11_frame
+from faux.reports.fig11 import build as build_fig11
+from faux.reports.fig11 import fig11_correlations, fig11_frame
+from faux.reports.sweep import Sweep, read_sweep
+from faux.studies.grid import check_cell, grid_problems, sweep_values
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = "{epochs: 2, max_steps: 20, hidden: 16, depth: 1}"

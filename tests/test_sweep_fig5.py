@@ -11,20 +11,21 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score
 
-from faux.aggregate import Sweep, read_sweep
 from faux.errors import ConfigError
-from faux.experiments.grid import (
+from faux.reports.fig5 import build as build_fig5
+from faux.reports.fig5 import fig5_frame, fig5_groups, load_fig5, quantile_bins
+from faux.reports.sweep import Sweep, read_sweep
+from faux.studies.fig5 import architectures
+from faux.studies.grid import (
     ALL_PAIRS,
     TABLE2,
     GridCheck,
-    cache_lock,
     check_cell,
     grid_problems,
     parse_pair,
     sweep_values,
 )
-from faux.jobs.fig5_cell import architectures
-from faux.reports.sweep_figures import build_fig5, fig5_frame, fig5_groups, load_fig5, quantile_bins
+from faux.studies.locks import cache_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = "{epochs: 2, max_steps: 20, hidden: 16, depth: 1}"
@@ -104,7 +105,7 @@ def test_bad_override_is_refused_before_any_job(tmp_path):
 
 
 def test_cache_lock_is_exclusive_between_processes(tmp_path):
-    code = ("import sys,time;from faux.experiments.grid import cache_lock\n"
+    code = ("import sys,time;from faux.studies.locks import cache_lock\n"
             "with cache_lock(sys.argv[1], 'x'):\n"
             "    print(time.time(), flush=True); time.sleep(0.6); print(time.time())\n")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)],
@@ -283,12 +284,9 @@ def test_quantile_bins_partition_and_merge_ties():
     assert bins == [(0.8, 0.8)] and (idx == 0).all()
 
 
-def test_aggregate_cli_runs_the_builder_once_registered(tmp_path, monkeypatch):
+def test_aggregate_cli_runs_the_fig5_builder(tmp_path):
     from faux import aggregate
-    from faux.reports import sweep_figures, tables
 
-    for name, fn in sweep_figures.BUILDERS.items():
-        monkeypatch.setitem(tables.BUILDERS, name, fn)
     (tmp_path / "sweep").mkdir()
     _fake_sweep(tmp_path / "sweep")
     rc = aggregate.main([str(tmp_path / "sweep"), "--table", "fig5",

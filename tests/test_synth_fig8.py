@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from faux.synth.fig8 import CSV_COLUMNS, QUICK, run_fig8
+from faux.studies.fig8 import CSV_COLUMNS, QUICK, run_fig8
 
 # small generators that still carry the labels (magic's c is readable at AUC ~0.8)
 SMALL = {"magic": {"hidden": 64, "depth": 2, "latent_dim": 3, "max_steps": 600,

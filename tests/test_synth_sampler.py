@@ -5,12 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import yaml
 
 from faux.errors import ConfigError, DataError
 from faux.synth.sampler import (
-    GENERATOR_CFGS,
-    GENERATOR_DEFAULT,
     SyntheticGenerator,
     generator_config,
 )
@@ -121,13 +118,6 @@ def test_corrupt_generator_entry_is_rebuilt(tmp_path, caplog):
     assert g2.cache.builds == 1 and any("corrupt" in r.getMessage() for r in caplog.records)
     assert torch.equal(g1.sample(10, 0.5, "concat", seed=0).x,
                        g2.sample(10, 0.5, "concat", seed=0).x)  # training is deterministic
-
-
-def test_conf_yaml_mirrors_python_defaults():
-    folder = ROOT / "conf" / "generator"
-    assert yaml.safe_load((folder / "default.yaml").read_text()) == GENERATOR_DEFAULT
-    for name in GENERATOR_CFGS:
-        assert yaml.safe_load((folder / f"{name}.yaml").read_text()) == generator_config(name), name
 
 
 def test_table2_values():

@@ -27,7 +27,7 @@ def test_wandb_offline_run_holds_the_metrics(tmp_path):
 def test_aggregate_logs_the_table_offline(tmp_path, monkeypatch):
     import pandas as pd
 
-    from faux.reports.tables import Report
+    from faux.reports.base import Report
     from faux.reports.wandb_report import log_report
 
     monkeypatch.setenv("WANDB_MODE", "offline")

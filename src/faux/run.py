@@ -1,7 +1,8 @@
 """Hydra entry point: ``python -m faux.run [overrides]``; one job = one cell of a table.
 
-Hydra stays here: the config is resolved to plain dicts and handed to a job function
-``faux.jobs.<job>.run(cfg: dict, out_dir: Path, log) -> dict`` that returns metrics.
+Hydra stays here: the config is resolved to plain dicts, the study of ``cfg.job``
+(``faux.studies.get``) builds its settings from them (``Settings.from_config``) and runs
+(``run(settings, out_dir: Path, log) -> dict`` of metrics).
 Each job writes ``result.json`` (config, config hash, metrics, timings) into its folder.
 A job whose folder already holds a finished ``result.json`` with the same config hash is
 skipped, so rerunning an interrupted sweep into the same folder completes only what is
@@ -11,7 +12,6 @@ missing.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import logging
 import sys
@@ -24,6 +24,21 @@ from omegaconf import DictConfig, OmegaConf
 from faux.errors import FauxError
 
 log = logging.getLogger("faux.run")
+
+
+def register_resolvers() -> None:
+    """``${faux_methods:}``: the registered method names, comma-separated (Table 1's sweep
+    list in conf/experiment/table1.yaml reads the registry through it)."""
+    if not OmegaConf.has_resolver("faux_methods"):
+        def methods() -> str:
+            from faux.methods import registry
+
+            return ",".join(registry.names())
+
+        OmegaConf.register_new_resolver("faux_methods", methods)
+
+
+register_resolvers()
 
 #: config keys that do not change what a job computes (left out of the config hash)
 _VOLATILE = ("paths", "hydra", "logger", "launcher", "trainer.accelerator")
@@ -97,9 +112,11 @@ def execute(cfg: DictConfig) -> dict:
         return done
     torch.set_num_threads(max(1, int(__import__("os").environ.get("OMP_NUM_THREADS", "1"))))
     pl.seed_everything(int(cfg.seed), workers=True, verbose=False)
-    job = importlib.import_module(f"faux.jobs.{cfg.job}")
+    from faux import studies
+
+    study = studies.get(cfg.job)
     t0 = time.perf_counter()
-    metrics = job.run(plain, out_dir, log.info)
+    metrics = study.run(study.Settings.from_config(plain), out_dir, log.info)
     wall = time.perf_counter() - t0
     result = {"status": "ok", "job": cfg.job, "config_hash": chash, "config": plain,
               "metrics": metrics, "timings": {"wall_s": wall}}

@@ -27,7 +27,7 @@ import torch
 from sklearn.linear_model import LogisticRegression
 
 from faux.errors import ConfigError, DataError
-from faux.methods.gradients import check_model, check_output, check_x, forward_logits
+from faux.methods.autograd import check_model, check_output, check_x, forward_logits
 from faux.models.training import as_binary, as_features
 from faux.models.wgan import GANSpec, gan_quality, train_fliptest_gans_many
 

@@ -38,7 +38,7 @@ import torch
 from sklearn.linear_model import LogisticRegression
 
 from faux.errors import ConfigError, DataError
-from faux.methods.gradients import check_output, check_x, input_gradients
+from faux.methods.autograd import check_output, check_x, input_gradients
 
 NORMS = ("projection", "weighted")
 

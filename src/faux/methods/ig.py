@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from faux.errors import ConfigError, DataError
-from faux.methods.gradients import (
+from faux.methods.autograd import (
     DEFAULT_BATCH_SIZE,
     NonFiniteCounter,
     check_batch_size,

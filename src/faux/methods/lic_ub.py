@@ -11,14 +11,14 @@ import torch
 from torch import nn
 
 from faux.errors import DataError, FauxError
-from faux.methods.gradients import (
+from faux.methods.autograd import (
     DEFAULT_BATCH_SIZE,
-    _apply,
-    _input_grads,
+    apply_weights,
     check_batch_size,
     check_model,
     check_output,
     check_x,
+    input_grads,
     scoring_mode,
 )
 
@@ -43,7 +43,7 @@ def lic_ub(target: nn.Module, x: torch.Tensor, dx_dc: torch.Tensor, output: str 
     if not bool(torch.isfinite(v).all()):
         raise DataError("dx_dc has non-finite values; check the sampler's decoder derivative")
     with scoring_mode(target):
-        g = _apply(*_input_grads(target, x, output, b, "target"))
+        g = apply_weights(*input_grads(target, x, output, b, "target"))
     if g.shape[1] != 1:
         raise FauxError(f"the target model returned {g.shape[1]} outputs per row; it must "
                         "return one logit per row, shape (n,) or (n, 1)")

@@ -17,18 +17,18 @@ import torch
 from torch import nn
 
 from faux.errors import ConfigError, DataError
-from faux.methods.gradients import (
+from faux.methods.autograd import (
     DEFAULT_BATCH_SIZE,
-    _apply,
-    _input_grads,
-    check_aux_not_constant,
+    apply_weights,
     check_batch_size,
     check_model,
     check_output,
     check_x,
-    normalise_gradients,
+    input_grads,
     scoring_mode,
 )
+from faux.methods.gradients import check_aux_not_constant, normalise_gradients
+from faux.methods.ig import ig_attributions
 
 REPORT_METHODS = ("faux", "faux_ng", "faux_ig")
 
@@ -53,16 +53,14 @@ def faux_report(aux: nn.Module, x0: torch.Tensor, method: str = "faux", *,
     check_model(aux, x0, "aux")
     with scoring_mode(aux):
         if method == "faux_ig":
-            from faux.methods.ig import ig_attributions
-
             v, any_grad = ig_attributions(aux, x0, ig_baseline, ig_steps, output, ig_method, b,
                                           "aux")
             if not any_grad:
                 check_aux_not_constant(torch.zeros(1))
         else:
-            g, w = _input_grads(aux, x0, output, b, "aux")
+            g, w = input_grads(aux, x0, output, b, "aux")
             check_aux_not_constant(g, w)
-            v = _apply(g, w)
+            v = apply_weights(g, w)
             if method == "faux_ng":
                 v = normalise_gradients(v, ng)
     r = v.mean(dim=0).abs().detach()  # (k, d)

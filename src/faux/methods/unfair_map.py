@@ -32,8 +32,8 @@ import torch
 from torch.nn import functional as F
 
 from faux.errors import ConfigError, DataError
+from faux.methods.autograd import check_model, check_x, forward_logits, scoring_mode
 from faux.methods.fta_lin import sensitive_subspace
-from faux.methods.gradients import check_model, check_x, forward_logits, scoring_mode
 
 SCORES = ("ratio", "difference")
 

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class TrainerSettings:
-    accelerator: str = "auto"   # "auto" takes a GPU when one is present
-    max_epochs: int = 100
-    patience: int = 10
-    batch_size: int = 64
+    """Where models train; each model's epochs, patience and batch size are in its spec."""
 
-    def fit_kwargs(self) -> dict:
-        """Keyword arguments for :func:`faux.models.training.fit`."""
-        return asdict(self)
+    accelerator: str = "auto"   # "auto" takes a GPU when one is present

@@ -1,0 +1,18 @@
+"""Tables and figures from job results: one module per artifact, each with ``NAME`` and
+``build(sweep, results_dir, figures_dir) -> faux.reports.base.Report``; ``BUILDERS`` lists
+them (``python -m faux.aggregate --table <name>``). A new table or figure: one module here
+and one line in ``BUILDERS``."""
+
+from __future__ import annotations
+
+import importlib
+
+#: artifact name -> module of faux.reports
+BUILDERS = {"table1": "table1", "fig4": "fig4", "table3": "table3", "table4": "table4",
+            "fig5": "fig5", "fig11": "fig11"}
+
+
+def builders() -> dict:
+    """Every table/figure builder by name."""
+    return {name: importlib.import_module(f"faux.reports.{mod}").build
+            for name, mod in BUILDERS.items()}

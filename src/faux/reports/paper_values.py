@@ -12,14 +12,6 @@ TABLE1_COLUMNS = {
     "Synthetic-8": ("australian", "credit_g", 1.0, "concat"),
 }
 
-METHODS = ("fta", "fta_lin", "unfair_map", "fliptest", "faux", "faux_ng", "faux_ig", "lic_ub")
-
-METHOD_LABELS = {
-    "fta": "FTA", "fta_lin": "FTA + lin. aux", "unfair_map": "Unfair Map",
-    "fliptest": "FlipTest", "faux": "fAux", "faux_ng": "fAux+NG", "faux_ig": "fAux+IG",
-    "lic_ub": "LIC-UB",
-}
-
 # Table 1: (mean, std) per method, columns Synthetic-1..8 in order.
 TABLE1 = {
     "fta": [(.307, 0), (.306, 0), (.307, 0), (.307, 0), (.466, 0), (.293, 0), (.355, 0), (.309, 0)],

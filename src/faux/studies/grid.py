@@ -1,6 +1,6 @@
-"""Sweep grids of the Section 4.4 studies (Fig. 5, Fig. 11): validation, shared artifacts.
+"""Sweep grids of the Section 4.4 studies (Fig. 5, Fig. 11): validation before any job runs.
 
-Validation. A grid names datasets (``pair=xc/xy``), fusions, bias levels, architecture
+A grid names datasets (``pair=xc/xy``), fusions, bias levels, architecture
 draws, GAN transport weights. :func:`grid_problems` lists everything wrong with a grid's
 values at once; :class:`GridCheck` is a Hydra callback (``hydra.callbacks`` of
 ``conf/experiment/fig5.yaml`` / ``fig11.yaml``) that expands the sweep exactly as Hydra's
@@ -8,26 +8,14 @@ basic sweeper does (``hydra.sweeper.params`` first, then the command line's over
 refuses it in ``on_multirun_start``, before any job is launched, whatever the launcher. A
 single run (``python -m faux.run experiment=fig5 pair=...``) is checked by the job itself
 with :func:`check_cell`. The checks are plain functions of plain values.
-
-Shared artifacts. Each dataset's CVAE is trained once in total: :func:`ensure_generators`
-builds (or loads) them one dataset at a time under an exclusive file lock in the cache
-folder, so concurrent jobs (joblib workers) that need the same CVAE wait for the first
-instead of training it again. :func:`cache_lock` serialises any other shared build (a
-column's target and bias-0 reference). Locks are ``fcntl.flock`` locks: they hold between
-processes of one machine (and on shared file systems that support flock).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
-import json
 import logging
 import math
 import sys
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterable
 
 from faux.errors import ConfigError
 
@@ -212,7 +200,7 @@ except ImportError:  # pragma: no cover - hydra < 1.1
 class GridCheck(_Callback):
     """Hydra callback: refuse a study's sweep before any job starts when a value is bad.
 
-    ``hydra.callbacks.grid_check: {_target_: faux.experiments.grid.GridCheck, study: fig5}``.
+    ``hydra.callbacks.grid_check: {_target_: faux.studies.grid.GridCheck, study: fig5}``.
     """
 
     def __init__(self, study: str):
@@ -237,72 +225,3 @@ class GridCheck(_Callback):
             print(f"error: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
         log.info("%s grid: %d jobs; values checked", self.study, n_jobs)
-
-
-# --------------------------------------------------------------------------- shared builds
-
-
-def _lock_path(cache_root, name: str) -> Path:
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in str(name))
-    if len(safe) > 120:
-        safe = safe[:80] + hashlib.sha256(safe.encode()).hexdigest()[:16]
-    path = Path(cache_root) / "locks" / f"{safe}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-@contextlib.contextmanager
-def cache_lock(cache_root, name: str, blocking: bool = True) -> Iterator[bool]:
-    """An exclusive lock ``<cache_root>/locks/<name>.lock`` held for the ``with`` block.
-
-    Yields True when held; with ``blocking=False`` yields False at once (holding nothing)
-    when another process holds it."""
-    with open(_lock_path(cache_root, name), "a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def key_name(prefix: str, key: dict) -> str:
-    """A short lock name for a key dict (``prefix-<hash>``)."""
-    blob = json.dumps(key, sort_keys=True, default=str).encode()
-    return f"{prefix}-{hashlib.sha256(blob).hexdigest()[:16]}"
-
-
-def ensure_generators(datasets: Iterable[str], *, gen_cfgs: dict | None, gen_opts: dict | None,
-                      cache, root=None) -> dict[str, bool]:
-    """Build (or load) each dataset's CVAE under its lock, through
-    :func:`faux.experiments.synthetic.make_generator` (so the cache key is the one
-    ``prepare_column`` uses). A dataset whose lock another job holds is left for later (that
-    job is building it), so two jobs build two different CVAEs at once rather than one job
-    waiting. Returns ``{dataset: built_here}``."""
-    from faux.experiments.synthetic import Column, make_generator
-
-    def build(name):
-        before = _n_entries(cache.root)
-        make_generator(Column(name, name, 0.0, "concat"), gen_cfgs, gen_opts, cache, root=root)
-        return _n_entries(cache.root) > before
-
-    built: dict[str, bool] = {}
-    pending = list(dict.fromkeys(datasets))
-    while pending:
-        for name in list(pending):                 # first every dataset nobody is building
-            with cache_lock(cache.root, f"generator-{name}", blocking=False) as held:
-                if held:
-                    built[name] = build(name)
-                    pending.remove(name)
-        if pending:                                # then wait for the ones being built
-            name = pending.pop(0)
-            with cache_lock(cache.root, f"generator-{name}"):
-                built[name] = build(name)
-    return {name: built[name] for name in dict.fromkeys(datasets)}
-
-
-def _n_entries(root) -> int:
-    return len(list((Path(root) / "generator").glob("*.bin")))

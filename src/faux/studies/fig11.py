@@ -16,68 +16,79 @@ fewer rows per group than features the regressions interpolate the real rows
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import torch
-from hydra.utils import instantiate
 
-from faux.cache import Cache
-from faux.experiments.grid import cache_lock, check_cell, ensure_generators, key_name
-from faux.experiments.synthetic import Column, prepare_column
-from faux.jobs.fig5_cell import peak_rss_mb, reset_peak_rss
 from faux.metrics.ranking import ap_top_fraction, average_precision
+from faux.models.mlp import MLPSpec
+from faux.studies.column import Column, ColumnSettings, prepare_shared
+from faux.studies.grid import check_cell
+from faux.studies.resources import peak_rss_mb, reset_peak_rss
+
+JOB = "fig11_cell"
 
 
-def run(cfg: dict, out_dir, log) -> dict:
+@dataclass(frozen=True)
+class Settings:
+    column: Column
+    seed: int
+    gan_seed: int
+    gan: dict                    # FlipTest / GANSpec fields (transport_weight = lambda)
+    quality_rows: int | None     # validation rows of the KS/MSE metrics (None: all)
+    target: MLPSpec
+    synth: ColumnSettings
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> Settings:
+        from hydra.utils import instantiate
+
+        from faux.studies.config import column_settings, node_kwargs
+
+        c = cfg["column"]
+        gan = node_kwargs(cfg["model"]["gan"])
+        check_cell("fig11", {"column.xc": c["xc"], "column.xy": c["xy"],
+                             "column.bias": c["bias"], "column.fusion": c["fusion"],
+                             "seed": cfg["seed"], "model.gan.transport_weight":
+                             gan["transport_weight"], "gan_seed": cfg["gan_seed"]})
+        cap = (cfg["profile"].get("fig11") or {}).get("quality_rows")
+        return cls(Column(c["xc"], c["xy"], float(c["bias"]), str(c["fusion"])),
+                   int(cfg["seed"]), int(cfg["gan_seed"]), gan,
+                   None if cap is None else int(cap), instantiate(cfg["model"]["target"]),
+                   column_settings(cfg))
+
+
+def run(s: Settings, out_dir, log) -> dict:
     from faux.methods.fliptest import FlipTest
 
     t_start = time.time()
     rss_scope = reset_peak_rss()
-    c = cfg["column"]
-    gan = {k: v for k, v in cfg["model"]["gan"].items() if k != "_target_"}
-    check_cell("fig11", {"column.xc": c["xc"], "column.xy": c["xy"], "column.bias": c["bias"],
-                         "column.fusion": c["fusion"], "seed": cfg["seed"],
-                         "model.gan.transport_weight": gan["transport_weight"],
-                         "gan_seed": cfg["gan_seed"]})
-    col = Column(c["xc"], c["xy"], float(c["bias"]), str(c["fusion"]))
-    p, st = cfg["profile"], cfg["study"]
-    cache = Cache(cfg["paths"]["cache_dir"])
-    acc, root = cfg["trainer"]["accelerator"], cfg["paths"]["data_dir"]
-    gen_cfgs, gen_opts = st.get("generators"), st.get("generator_options")
-    target_spec = instantiate(cfg["model"]["target"])
-
-    t0 = time.perf_counter()
-    ensure_generators((col.xc, col.xy), gen_cfgs=gen_cfgs, gen_opts=gen_opts, cache=cache,
-                      root=root)
-    # every job of the sweep shares the column's target and reference: build them once
-    key = {"column": c, "seed": cfg["seed"], "spec": target_spec.__dict__,
-           "sizes": dict(p["synth"]), "gen": gen_cfgs, "opts": gen_opts}
-    with cache_lock(cache.root, key_name("fig11-column", key)):
-        pc = prepare_column(col, sizes=p["synth"], target_spec=target_spec, gen_cfgs=gen_cfgs,
-                            gen_opts=gen_opts, seed=cfg["seed"], k=st["threshold_k"],
-                            output=st["output"], cache=cache, accelerator=acc, root=root)
-    t_prep = time.perf_counter() - t0
+    col, gan = s.column, s.gan
+    # every job of the sweep shares the column's target and reference: built once
+    shared = prepare_shared(col, s.synth, s.target, s.seed)
+    pc, t_prep = shared.pc, shared.generators_s + shared.prepare_s
 
     t1 = time.perf_counter()
-    ft = FlipTest(**gan, output=st["options"].get("output", "prob"), accelerator=acc)
-    ft.fit(pc.train.x, pc.train.c, seed=int(cfg["gan_seed"]))
+    ft = FlipTest(**gan, output=s.synth.options.get("output", "prob"),
+                  accelerator=s.synth.accelerator)
+    ft.fit(pc.train.x, pc.train.c, seed=s.gan_seed)
     scores = ft.score(pc.target, pc.test.x, c=pc.test.c)
     t_gan = time.perf_counter() - t1
     # profile.fig11.quality_rows caps the validation rows of the KS/MSE metrics (null: all)
     xv, cv = pc.val.x, pc.val.c
-    cap = (p.get("fig11") or {}).get("quality_rows")
-    if cap is not None and int(cap) < len(xv):
-        idx = torch.randperm(len(xv), generator=torch.Generator().manual_seed(int(cfg["seed"])))
-        xv, cv = xv[idx[:int(cap)]], cv[idx[:int(cap)]]
+    if s.quality_rows is not None and s.quality_rows < len(xv):
+        idx = torch.randperm(len(xv), generator=torch.Generator().manual_seed(s.seed))
+        xv, cv = xv[idx[:s.quality_rows]], cv[idx[:s.quality_rows]]
     t2 = time.perf_counter()
     q = ft.quality(xv, cv)
     t_quality = time.perf_counter() - t2
     ap = average_precision(pc.labels, scores)
     log(f"fig11 {col.xc}/{col.xy} bias {col.bias} {col.fusion}: lambda "
-        f"{gan['transport_weight']:g} seed {cfg['gan_seed']}: AP {ap:.3f}, KS {q['ks']:.3f}, "
+        f"{gan['transport_weight']:g} seed {s.gan_seed}: AP {ap:.3f}, KS {q['ks']:.3f}, "
         f"MSE {q['mse']:.3f} (real {q['mse_real']:.3f}), positive rate {pc.positive_rate:.3f}")
     return {
         "xc": col.xc, "xy": col.xy, "bias": col.bias, "fusion": col.fusion, "dim": pc.test.dim,
-        "transport_weight": float(gan["transport_weight"]), "gan_seed": int(cfg["gan_seed"]),
+        "transport_weight": float(gan["transport_weight"]), "gan_seed": s.gan_seed,
         "gen_steps": int(gan["gen_steps"]), "ap": ap,
         "ap_top30": ap_top_fraction(pc.ifs_test, scores, 0.3),
         "positive_rate": pc.positive_rate, "threshold": pc.threshold, "n_test": len(pc.test),

@@ -1,9 +1,9 @@
-"""Figures of the Section 4.4 sweeps from job results: Fig. 5 (fAux's PR curves pooled by
-bias, aux accuracy and target-gradient magnitude) and Fig. 11 (FlipTest's AP against its
-GANs' KS and MSE).
+"""Fig. 5 from the Section 4.4 sweep (jobs ``fig5_cell``): fAux's PR curves pooled by bias,
+aux accuracy and target-gradient magnitude.
 
-``build_fig5(sweep, results_dir, figures_dir)`` reads each fig5 job's ``records.npz`` (per
-test individual: the scores of faux, faux_ng and faux_ig, the IFS label, the IFS and
+``build(sweep, results_dir, figures_dir)`` reads each fig5 job's ``records.npz`` (per
+test individual: the scores of every method the job ran (faux, faux_ng, faux_ig and any
+other registered method reading an aux model), the IFS label, the IFS and
 ``|grad f_tar|``; per job: bias, aux accuracy), pools the individuals of every job and
 computes, for each method and each bin of each panel, the pooled PR curve, its AP, the
 positive rate (the random-guess precision) and the mean of the per-job APs (scale-free:
@@ -28,51 +28,26 @@ ap_job_rank``),
 ``fig5.md``, ``fig5.png`` (fAux+NG's curves, ``PLOTTED``, raw scores pooled) and
 ``fig5_faux_rank.png`` (fAux's curves, within-job ranks pooled: the paper's Fig. 5 plots
 fAux, whose raw scores are not comparable across jobs).
-
-``build_fig11`` writes one row per fig11 job (λ, GAN seed, AP, KS, MSE) to ``fig11.csv``,
-the Pearson and Spearman correlations of AP with KS and with MSE to ``fig11.md``, and
-``fig11.png`` (AP against KS and against MSE, coloured by λ).
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-METHODS = ("faux", "faux_ng", "faux_ig")
+from faux.methods import registry
+from faux.reports.base import Report, done
+from faux.reports.sweep import results_of, unfinished_cells
+
+NAME = "fig5"
+JOB = "fig5_cell"
 PLOTTED = "faux_ng"
-LABELS = {"faux": "fAux", "faux_ng": "fAux+NG", "faux_ig": "fAux+IG"}
+#: per-individual fields of records.npz that are not a method's scores
+RECORD_FIELDS = ("label", "ifs", "target_grad_norm", "target_grad_norm_logit", "job")
 AUX_QUANTILES = (0.0, 0.25, 0.5, 0.75, 1.0)
 GRAD_QUANTILES = (0.0, 0.25, 0.5, 0.75, 0.95, 1.0)
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _overrides(job_dir) -> str:
-    try:
-        import yaml
-
-        return " ".join(yaml.safe_load((Path(job_dir) / ".hydra" / "overrides.yaml").read_text()))
-    except Exception:
-        return Path(job_dir).name
-
-
-def _report(frame: pd.DataFrame):
-    # imported here so that faux.reports.tables may import this module (no import cycle)
-    from faux.reports.tables import Report
-
-    return Report(frame)
-
-
-def _unfinished(sweep, report) -> None:
-    from faux.aggregate import job_log
-
-    for d in sweep.unfinished:
-        report.missing.append((f"job {_overrides(d)}", f"unfinished; log: {job_log(d)}"))
 
 
 def _ap(labels: np.ndarray, scores: np.ndarray) -> float:
@@ -98,24 +73,16 @@ def _fmt_range(lo: float, hi: float, last: bool, digits: int = 3) -> str:
     return f"[{lo:.{digits}g}, {hi:.{digits}g}{']' if last else ')'}"
 
 
-# --------------------------------------------------------------------------- Fig. 5
-
-
 def load_fig5(sweep) -> tuple[dict, pd.DataFrame, list[tuple[str, str]]]:
     """Pool the fig5 jobs' records: (arrays over individuals, one row per job, missing)."""
-    jobs, parts, missing, seen = [], [], [], set()
-    for res in sweep.results:
-        if res.get("job") != "fig5_cell":
-            continue
+    jobs, parts, missing = [], [], []
+    for res in results_of(sweep, JOB, lambda m: (m["pair"], m["fusion"], float(m["bias"]),
+                                                 int(m["draw"]), int(m["column_seed"]))):
         m = res["metrics"]
-        key = (m["pair"], m["fusion"], float(m["bias"]), int(m["draw"]), int(m["column_seed"]))
-        if key in seen:            # the same cell in two sweeps given: keep the first
-            continue
-        seen.add(key)
         path = Path(res["_dir"]) / m.get("records", "records.npz")
         try:
             with np.load(path) as z:
-                rec = {k: z[k] for k in (*METHODS, "label", "ifs", "target_grad_norm")}
+                rec = {k: z[k] for k in (*m["ap"], "label", "ifs", "target_grad_norm")}
                 if "target_grad_norm_logit" in z.files:
                     rec["target_grad_norm_logit"] = z["target_grad_norm_logit"]
         except (OSError, KeyError, ValueError) as exc:
@@ -131,7 +98,7 @@ def load_fig5(sweep) -> tuple[dict, pd.DataFrame, list[tuple[str, str]]]:
                      "aux_accuracy": float(m["aux_accuracy"]),
                      "target_accuracy": m.get("target_accuracy"),
                      "positive_rate": m["positive_rate"],
-                     **{f"ap_{k}": m["ap"][k] for k in METHODS},
+                     **{f"ap_{k}": v for k, v in m["ap"].items()},
                      "wall_s": res.get("timings", {}).get("wall_s"),
                      "started": m.get("started"), "finished": m.get("finished"),
                      "peak_rss_mb": m.get("peak_rss_mb"), "dir": res["_dir"]})
@@ -199,9 +166,15 @@ def _job_mean_ap(pooled, mask, method) -> tuple[float, int]:
     return (float(np.mean(aps)) if aps else float("nan")), int(np.unique(job).size)
 
 
+def methods_of(pooled: dict) -> list[str]:
+    """The methods whose scores every pooled job holds, in the registry's order."""
+    return sorted((k for k in pooled if k not in RECORD_FIELDS), key=registry.order)
+
+
 def fig5_frame(pooled: dict, groups: list[dict]) -> pd.DataFrame:
     rows = []
-    for method in (PLOTTED, *[m for m in METHODS if m != PLOTTED]):
+    names = methods_of(pooled)
+    for method in (PLOTTED, *[m for m in names if m != PLOTTED]):
         # each job's scores replaced by their rank within the job: pooled, these rank
         # individuals against their own job only (no between-job scale or base-rate effects)
         ranked = within_job_rank(pooled[method], pooled["job"])
@@ -292,7 +265,7 @@ def plot_fig5(pooled: dict, groups: list[dict], frame: pd.DataFrame, path: Path,
                   title_fontsize=7)
     axes[0].set_ylabel("precision")
     what = "within-job score ranks" if rank else "scores"
-    fig.suptitle(f"Fig. 5: {LABELS[method]} PR curves, {what} pooled over the Section 4.4 "
+    fig.suptitle(f"Fig. 5: {registry.label(method)} PR curves, {what} pooled over the Section 4.4 "
                  f"sweep ({int(pooled['job'].max()) + 1} jobs, {pooled['label'].size} "
                  "individuals)")
     fig.tight_layout()
@@ -320,19 +293,21 @@ def _sweep_facts(jobs: pd.DataFrame) -> dict:
 
 
 def _fig5_md(frame: pd.DataFrame, trends: list[dict], facts: dict) -> str:
+    methods = sorted(set(frame["method"]), key=registry.order)
+    labels = {m: registry.label(m) for m in {*methods, PLOTTED}}
     out = [f"Fig. 5 (Section 4.4): pooled AP per bin; the plotted method is "
-           f"{LABELS[PLOTTED]} (`{PLOTTED}`). `rate` is the positive rate (random-guess AP); "
+           f"{labels[PLOTTED]} (`{PLOTTED}`). `rate` is the positive rate (random-guess AP); "
            "`job-mean` the mean of the per-job APs in the bin; `rank AP` the pooled AP of "
            "within-job score ranks (no between-job effects).\n\n",
-           "| panel | bin | n | jobs | rate | " + " | ".join(f"AP {LABELS[m]}" for m in METHODS)
-           + f" | job-mean AP {LABELS[PLOTTED]} | " + " | ".join(
-               f"rank AP {LABELS[m]}" for m in METHODS) + " |\n",
-           "|---|---|---|---|---|" + "---|" * (2 * len(METHODS) + 1) + "\n"]
+           "| panel | bin | n | jobs | rate | " + " | ".join(f"AP {labels[m]}" for m in methods)
+           + f" | job-mean AP {labels[PLOTTED]} | " + " | ".join(
+               f"rank AP {labels[m]}" for m in methods) + " |\n",
+           "|---|---|---|---|---|" + "---|" * (2 * len(methods) + 1) + "\n"]
     base = frame[frame["method"] == PLOTTED]
 
     def cells(r, col):
         out = []
-        for m in METHODS:
+        for m in methods:
             v = frame[(frame["method"] == m) & (frame["panel"] == r["panel"])
                       & (frame["bin"] == r["bin"])][col]
             out.append(f"{float(v.iloc[0]):.3f}" if len(v) else "—")
@@ -343,7 +318,7 @@ def _fig5_md(frame: pd.DataFrame, trends: list[dict], facts: dict) -> str:
                    f"{r['positive_rate']:.3f} | {cells(r, 'ap')} | {r['ap_job_mean']:.3f} | "
                    f"{cells(r, 'ap_job_rank')} |\n")
     for t in trends:
-        out.append(f"\nTrend checks, {LABELS[t['method']]} ({t['score']} scores pooled; "
+        out.append(f"\nTrend checks, {registry.label(t['method'])} ({t['score']} scores pooled; "
                    "lift = AP - positive rate):\n\n")
         for k, v in t.items():
             if k not in ("method", "score"):
@@ -354,12 +329,12 @@ def _fig5_md(frame: pd.DataFrame, trends: list[dict], facts: dict) -> str:
     return "".join(out)
 
 
-def build_fig5(sweep, results_dir: Path, figures_dir: Path):
-    """The Fig. 5 report (``faux.reports.tables.Report``) of the fig5 jobs in ``sweep``."""
+def build(sweep, results_dir: Path, figures_dir: Path) -> Report:
+    """The Fig. 5 report of the fig5 jobs in ``sweep``."""
     pooled, jobs, missing = load_fig5(sweep)
-    report = _report(pd.DataFrame())
+    report = Report(pd.DataFrame())
     report.missing.extend(missing)
-    _unfinished(sweep, report)
+    report.missing += unfinished_cells(sweep)
     if not pooled:
         report.lines.append("fig5: no finished fig5 jobs with records")
         return report
@@ -381,152 +356,4 @@ def build_fig5(sweep, results_dir: Path, figures_dir: Path):
     png_rank = plot_fig5(pooled, groups, frame, Path(figures_dir) / "fig5_faux_rank.png",
                          method="faux", rank=True)
     report.files = [csv, md, results_dir / "fig5_jobs.csv", png, png_rank]
-    report.lines.append(text)
-    report.lines.append("wrote " + ", ".join(str(f) for f in report.files))
-    return report
-
-
-# --------------------------------------------------------------------------- Fig. 11
-
-
-def fig11_frame(sweep) -> pd.DataFrame:
-    rows, seen = [], set()
-    for res in sweep.results:
-        if res.get("job") != "fig11_cell":
-            continue
-        m = res["metrics"]
-        key = (m["xc"], m["xy"], m["bias"], m["fusion"], m["transport_weight"], m["gan_seed"],
-               m["gen_steps"])
-        if key in seen:
-            continue
-        seen.add(key)
-        rows.append({"xc": m["xc"], "xy": m["xy"], "bias": m["bias"], "fusion": m["fusion"],
-                     "transport_weight": m["transport_weight"], "gan_seed": m["gan_seed"],
-                     "gen_steps": m["gen_steps"], "quality_rows": m.get("quality_rows"),
-                     "ap": m["ap"], "ap_top30": m["ap_top30"],
-                     "ks": m["ks"], "mse": m["mse"], "mse_real": m["mse_real"],
-                     "positive_rate": m["positive_rate"], "dim": m["dim"],
-                     "wall_s": res.get("timings", {}).get("wall_s"),
-                     "started": m.get("started"), "finished": m.get("finished"),
-                     "peak_rss_mb": m.get("peak_rss_mb")})
-    frame = pd.DataFrame(rows)
-    if len(frame):
-        frame.sort_values(["transport_weight", "gan_seed"], inplace=True, ignore_index=True)
-    return frame
-
-
-def fig11_correlations(frame: pd.DataFrame) -> dict:
-    """Pearson and Spearman correlations of AP with KS and with MSE over the jobs; the same
-    for the AP against the top 30% by IFS (``ap_top30``: more positives, less noise)."""
-    from scipy.stats import pearsonr, spearmanr
-
-    out: dict = {"n_points": int(len(frame))}
-    for ap in ("ap", "ap_top30"):
-        for q in ("ks", "mse"):
-            x, y = frame[q].to_numpy(float), frame[ap].to_numpy(float)
-            ok = np.isfinite(x) & np.isfinite(y)
-            tag = f"{ap}_{q}"
-            if ok.sum() >= 3 and np.ptp(x[ok]) > 0 and np.ptp(y[ok]) > 0:
-                out[f"pearson_{tag}"] = float(pearsonr(x[ok], y[ok]).statistic)
-                out[f"spearman_{tag}"] = float(spearmanr(x[ok], y[ok]).statistic)
-            else:
-                out[f"pearson_{tag}"] = out[f"spearman_{tag}"] = float("nan")
-    return out
-
-
-def plot_fig11(frame: pd.DataFrame, corr: dict, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    lam = frame["transport_weight"].to_numpy(float)
-    pos = lam[lam > 0]
-    floor = pos.min() / 10 if pos.size else 1e-7
-    c = np.log10(np.where(lam > 0, lam, floor))
-    # top row: AP against the IFS labels; bottom row: AP with the top 30% by IFS as the
-    # positives (defined whatever the threshold's positive rate)
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8.6), sharey="row", squeeze=False,
-                             gridspec_kw={"hspace": 0.35})
-    rows = (("ap", "FlipTest AP (IFS labels)", frame["positive_rate"].iloc[0]),
-            ("ap_top30", "FlipTest AP (top 30% by IFS)", 0.3))
-    for i, (ap, ylabel, chance) in enumerate(rows):
-        for ax, q, name in ((axes[i, 0], "ks", "mean KS statistic"),
-                            (axes[i, 1], "mse", "mean MSE")):
-            sc = ax.scatter(frame[q], frame[ap], c=c, cmap="plasma", s=36, edgecolors="k",
-                            linewidths=0.4)
-            ax.axhline(chance, color="grey", ls="--", lw=0.9, label="random guess")
-            v = frame[q].to_numpy(float)
-            v = v[np.isfinite(v) & (v > 0)]
-            if v.size and v.max() / v.min() > 100:      # MSE can span decades: log axis
-                ax.set_xscale("log")
-            ax.set_xlabel(name + " (lower: better GAN)")
-            ax.set_title(f"{ap} vs {q.upper()}: Pearson {corr[f'pearson_{ap}_{q}']:.2f}, "
-                         f"Spearman {corr[f'spearman_{ap}_{q}']:.2f}", fontsize=9)
-            ax.legend(fontsize=8)
-        axes[i, 0].set_ylabel(ylabel)
-    cb = fig.colorbar(sc, ax=axes, shrink=0.85)
-    cb.set_label(r"$\log_{10}\lambda$" + (f" (λ=0 at {np.log10(floor):.0f})" if (lam == 0).any()
-                                          else ""))
-    r = frame.iloc[0]
-    fig.suptitle(f"Fig. 11: FlipTest on {r['xc']}/{r['xy']} bias {r['bias']:g} {r['fusion']} "
-                 f"(d={r['dim']}), {len(frame)} GANs, {int(r['gen_steps'])} generator steps",
-                 fontsize=10)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=130, bbox_inches="tight")
-    plt.close(fig)
-    return path
-
-
-def _fig11_md(frame: pd.DataFrame, corr: dict, facts: dict) -> str:
-    out = ["Fig. 11 (A.11.4): FlipTest's AP against its GANs' quality, per transport weight "
-           "(mean ± std over GAN seeds; AP top-30%: the top 30% by IFS as positives).\n\n",
-           "| λ | runs | AP | AP top-30% | KS | MSE | MSE (real) |\n"
-           "|---|---|---|---|---|---|---|\n"]
-    def ms(g, col):
-        v = g[col].to_numpy(float)
-        return f"{v.mean():.3f} ± {v.std(ddof=1):.3f}" if v.size > 1 else f"{v.mean():.3f}"
-
-    for lam, g in frame.groupby("transport_weight"):
-        out.append(f"| {lam:g} | {len(g)} | {ms(g, 'ap')} | {ms(g, 'ap_top30')} | {ms(g, 'ks')} | "
-                   f"{ms(g, 'mse')} | {ms(g, 'mse_real')} |\n")
-    out.append(f"\nPositive rate {frame['positive_rate'].iloc[0]:.3f}. Correlations over "
-               f"{corr['n_points']} GANs (paper: KS correlates with AP, MSE does not):\n\n")
-    for k, v in corr.items():
-        if k != "n_points":
-            out.append(f"- {k}: {v:.3f}\n")
-    out.append("\nSweep:\n\n")
-    for k, v in facts.items():
-        out.append(f"- {k}: {v:.3f}\n" if isinstance(v, float) else f"- {k}: {v}\n")
-    return "".join(out)
-
-
-def build_fig11(sweep, results_dir: Path, figures_dir: Path):
-    """The Fig. 11 report (``faux.reports.tables.Report``) of the fig11 jobs in ``sweep``."""
-    frame = fig11_frame(sweep)
-    report = _report(frame)
-    _unfinished(sweep, report)
-    if frame.empty:
-        report.lines.append("fig11: no finished fig11 jobs")
-        return report
-    corr = fig11_correlations(frame)
-    facts = {"n_jobs": int(len(frame))}
-    if frame["started"].notna().all():
-        span = float(frame["finished"].max() - frame["started"].min())
-        facts.update(span_s=span, wall_s_sum=float(frame["wall_s"].sum()),
-                     jobs_per_minute=60.0 * len(frame) / span if span > 0 else math.nan)
-    results_dir = Path(results_dir)
-    results_dir.mkdir(parents=True, exist_ok=True)
-    csv, md = results_dir / "fig11.csv", results_dir / "fig11.md"
-    frame.drop(columns=["started", "finished"]).to_csv(csv, index=False, float_format="%.6g")
-    text = _fig11_md(frame, corr, facts)
-    md.write_text(text)
-    png = plot_fig11(frame, corr, Path(figures_dir) / "fig11.png")
-    report.frame = frame
-    report.files = [csv, md, png]
-    report.lines.append(text)
-    report.lines.append("wrote " + ", ".join(str(f) for f in report.files))
-    return report
-
-
-BUILDERS = {"fig5": build_fig5, "fig11": build_fig11}
+    return done(report, text)

@@ -5,7 +5,8 @@ ground-truth IFS ``|f(x) - f(x')|`` (probabilities) is measured on fresh test da
 histograms at each bias are drawn per fusion, and a CSV summarises them. The IFS threshold
 (``mean + k*std`` of the bias-0 target's IFS, same fusion) gives the positive rate.
 
-``python -m faux.synth.fig8 --quick`` runs a small version (the lead wires Hydra/make).
+``make fig8`` (``python -m faux.run experiment=fig8``) runs it through Hydra; ``python -m
+faux.studies.fig8 --quick`` runs it without (``--check``: ground-truth diagnostics).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +23,14 @@ import torch
 
 from faux.cache import Cache, torch_dumps, torch_loads
 from faux.errors import ConfigError
+from faux.methods.lic_ub import lic_ub
 from faux.synth.ground_truth import ifs, ifs_labels, ifs_threshold, positive_rate
 from faux.synth.reference import MLP, train_mlp
 from faux.synth.sampler import SyntheticGenerator
 
-log = logging.getLogger("faux.synth")
+log = logging.getLogger("faux.studies.fig8")
+
+JOB = "fig8"
 
 FIG8_VERSION = 2
 CSV_COLUMNS = ["pair", "fusion", "bias", "ifs_mean", "ifs_median", "ifs_p95", "positive_rate",
@@ -58,6 +63,51 @@ def _target(gen: SyntheticGenerator, cache: Cache, *, fusion: str, bias: float, 
     net = MLP(obj["d_in"], width, depth)
     net.load_state_dict(obj["state_dict"])
     return net.eval()
+
+
+@dataclass(frozen=True)
+class Settings:
+    pair: tuple[str, str]
+    biases: tuple
+    fusions: tuple
+    width: int
+    depth: int
+    epochs: int
+    n_train: int
+    n_test: int
+    seed: int
+    k: float
+    generator_cfgs: dict
+    decoding: str
+    tau: float
+    cache_dir: str
+    figures_dir: str
+    results_dir: str
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> Settings:
+        from faux.studies.config import column_settings
+
+        f, p, paths = cfg["fig8"], cfg["profile"], cfg["paths"]
+        pair = (f["xc"], f["xy"])
+        cs = column_settings(cfg)
+        return cls(pair, tuple(f["biases"]), tuple(f["fusions"]), int(f["width"]),
+                   int(f["depth"]), int(f["epochs"]), int(p["synth"]["n_train"]),
+                   int(p["synth"]["n_test"]), int(cfg["seed"]), cs.threshold_k,
+                   cs.gen_cfgs(pair), cs.gen_opts["decoding"], float(cs.gen_opts["tau"]),
+                   paths["cache_dir"], paths["figures_dir"], paths["results_dir"])
+
+
+def run(s: Settings, out_dir, log) -> dict:
+    df = run_fig8(Path(s.figures_dir), Path(s.results_dir), pair=s.pair, n_train=s.n_train,
+                  n_test=s.n_test, biases=s.biases, fusions=s.fusions, width=s.width,
+                  depth=s.depth, epochs=s.epochs, seed=s.seed, k=s.k,
+                  generator_cfgs=s.generator_cfgs, cache_dir=s.cache_dir, decoding=s.decoding,
+                  tau=s.tau)
+    for r in df.itertuples():
+        log(f"{r.fusion:6s} bias {r.bias:.2f}: IFS mean {r.ifs_mean:.4f} median {r.ifs_median:.4f} "
+            f"p95 {r.ifs_p95:.4f} positive rate {r.positive_rate:.3f}")
+    return {"rows": df.to_dict(orient="records")}
 
 
 def run_fig8(out_dir: Path, results_dir: Path, *, pair: tuple[str, str] = ("magic", "backache"),
@@ -131,17 +181,6 @@ def _plot(hists, fusions, biases, df, path: Path, pair) -> None:
     plt.close(fig)
 
 
-def lic_ub_scores(target: torch.nn.Module, x: torch.Tensor, dx_dc: torch.Tensor,
-                  output: str = "prob") -> torch.Tensor:
-    """``|∇_x f(x) · dx/dc|``: the first-order change of f under a change of c (LIC-UB's idea),
-    used here only to check which ``dx_dc`` (mid or observed) tracks the ground truth."""
-    x = x.clone().requires_grad_(True)
-    out = target(x)
-    out = torch.sigmoid(out) if output == "prob" else out
-    (grad,) = torch.autograd.grad(out.sum(), x)
-    return (grad * dx_dc).sum(1).abs().detach()
-
-
 def run_pipeline_check(*, pair=("magic", "backache"), n_train: int = 5000, n_test: int = 2000,
                        biases=(0.5, 1.0), fusions=("outer", "concat"), width: int = 64,
                        depth: int = 2, epochs: int = 15, seed: int = 0, generator_cfgs=None,
@@ -151,7 +190,7 @@ def run_pipeline_check(*, pair=("magic", "backache"), n_train: int = 5000, n_tes
     keys, so a warm cache trains only the aux models):
 
     * ``positive_rate``: IFS labels (threshold from bias 0, same fusion);
-    * ``ap_mid`` / ``ap_obs``: AP of ``|∇f · dx/dc|`` against those labels with dx/dc at
+    * ``ap_mid`` / ``ap_obs``: AP of LIC-UB ``|∇f · dx/dc|`` against those labels with dx/dc at
       c = 0.5 / at the observed c (``*_top30``: against the top 30% of IFS instead);
     * ``aux_acc``: test accuracy of a plain MLP predicting c from x (how readable c is);
       ``target_acc``: the target's test accuracy for y.
@@ -176,8 +215,8 @@ def run_pipeline_check(*, pair=("magic", "backache"), n_train: int = 5000, n_tes
             obs = gen.sample(n_test, bias, fusion, seed=cell_seed + 50, dxdc_at="observed")
             lab = ifs_labels(v, thr).numpy()
             top = (v >= torch.quantile(v, 0.7)).long().numpy()
-            s_mid = lic_ub_scores(net, test.x, test.dx_dc).numpy()
-            s_obs = lic_ub_scores(net, obs.x, obs.dx_dc).numpy()
+            s_mid = lic_ub(net, test.x, test.dx_dc).numpy()
+            s_obs = lic_ub(net, obs.x, obs.dx_dc).numpy()
             train = gen.sample(n_train, bias, fusion, seed=cell_seed)
             aux = train_mlp(train.x, train.c, width=width, depth=depth, epochs=epochs, seed=seed,
                             batch_size=128)

@@ -11,15 +11,17 @@ seed, so every model is trained once and every method scores the same individual
    reading c), the aux model (Adel: predicts c while an adversary is kept from reading y;
    A.11.2; a plain MLP when an ``MLPSpec`` is passed), FlipTest's two WGANs, and the
    logistic-regression fair metric shared by FTA + lin. aux and Unfair Map;
-3. scores (Fig. 4/10): ``fta, fta_lin, unfair_map, fliptest, faux, faux_ng, faux_ig``
-   (plus named ``variants``: another option set of a gradient method), per individual,
+3. scores (Fig. 4/10): every registered method whose needs the study meets (target, aux,
+   training rows, GANs: ``fta, fta_lin, unfair_map, fliptest, faux, faux_ng, faux_ig``; not
+   LIC-UB, which needs the true dx/dc) plus named ``variants`` (another option set of a
+   method taking ``faux.score`` options), per individual,
    for the unfair and the fair target; per method the AUROC of telling the unfair model's
    scores from the fair model's (0.5 = no separation; below 0.5 = the fair model scores
    higher) and the paired win rate (share of individuals scored higher under the unfair
    model);
-4. transparency reports (Table 3, A.10): over the c = 0 individuals of the test split,
-   FlipTest's ``|mean(x - G01(x))|`` (eq. 39) and fAux's ``|mean grad f_aux(x)|`` (eq. 40)
-   and its NG/IG variants, one-hot columns averaged to their original feature; ground
+4. transparency reports (Table 3, A.10) of every method with one (``Method.report``): over
+   the c = 0 individuals of the test split, FlipTest's ``|mean(x - G01(x))|`` (eq. 39) and
+   fAux's ``|mean grad f_aux(x)|`` (eq. 40) and its NG/IG variants, one-hot columns averaged to their original feature; ground
    truth: ``mutual_info_classif`` (Ross 2014) between each column and c on the training
    rows, with ``discrete_features`` set for every non-continuous column (one-hot and other
    0/1 columns), then averaged over one-hot columns like the scores; NDCG (scikit-learn)
@@ -38,8 +40,15 @@ Seeds: the job's seed splits the table (``load_real``) and draws the training su
 the scored individuals; each trained part gets its own seed (``seed + SEED_OFFSETS[part]``), so
 the three same-sized networks do not share initial weights or mini-batch order.
 
-Pure functions of arrays, modules and plain arguments; Hydra lives in
-``faux.jobs.real_cell``.
+The job (``Settings.from_config`` reads the config, ``run`` writes ``scores.npz``): the
+per-individual scores go to ``scores.npz`` beside ``result.json`` (keys ``<method>__unfair`` /
+``<method>__fair``, ``score_idx``, ``y``, ``c``); the metrics hold their quantiles, AUROCs, the
+Table 3 reports and the Table 4 costs. A dataset that cannot be loaded (no SSL CSV placed, a
+raw file missing, a protected attribute with a single value in a split, an SSL CSV without a
+required column) does not stop a sweep: the job logs one line ``<dataset> seed <s>: skipped:
+<reason>`` and returns ``{"skipped": <reason>, "skip_kind": "absent" | "error"}``; the
+report builders list it (``absent``: the SSL CSV was never placed, a note; ``error``: a
+missing cell). Everything else is pure functions of arrays, modules and plain arguments.
 """
 
 from __future__ import annotations
@@ -47,19 +56,23 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from faux.data.real import RealData
 from faux.errors import ConfigError, DataError
+from faux.methods import registry
+from faux.methods.protocol import Batch, MethodConfig, TrainData
 
-log_ = logging.getLogger("faux.experiments.real")
+log_ = logging.getLogger("faux.studies.real")
 
-METHODS = ("fta", "fta_lin", "unfair_map", "fliptest", "faux", "faux_ng", "faux_ig")
-GRADIENT_METHODS = ("fta", "faux", "faux_ng", "faux_ig")
-REPORT_METHODS = ("fliptest", "faux", "faux_ng", "faux_ig")
+JOB = "real_cell"
+SCORES_FILE = "scores.npz"
+#: what the real-data study provides to a fairness test (no dx/dc: LIC-UB cannot run)
+PROVIDES = ("target", "aux", "train", "gan")
 MODELS = ("unfair", "fair")
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 #: offsets of each trained part's seed from the job's seed: the unfair target, the fair target
@@ -90,19 +103,29 @@ class RealSettings:
     accelerator: str = "auto"
 
     def __post_init__(self):
+        scorers = [m for m in methods() if registry.get(m).score_options]
         if self.max_train_rows is not None and int(self.max_train_rows) < 10:
             raise ConfigError(f"max_train_rows must be null or >= 10, got {self.max_train_rows}")
         if int(self.n_score) < 2:
             raise ConfigError(f"n_score must be >= 2, got {self.n_score}")
         for name, v in self.variants.items():
-            if name in METHODS or not isinstance(v, dict) or v.get("method") not in \
-                    GRADIENT_METHODS:
+            if name in methods() or not isinstance(v, dict) or v.get("method") not in scorers:
                 raise ConfigError(f"variant {name!r} must be a new name with "
-                                  f"method in {list(GRADIENT_METHODS)}; got {v!r}")
+                                  f"method in {scorers}; got {v!r}")
 
     @property
     def method_names(self) -> tuple[str, ...]:
-        return (*METHODS, *self.variants)
+        return (*methods(), *self.variants)
+
+
+def methods() -> tuple[str, ...]:
+    """The registered methods this study runs (those whose needs it meets)."""
+    return registry.names(provides=PROVIDES)
+
+
+def report_methods() -> tuple[str, ...]:
+    """The methods with a transparency report (Table 3)."""
+    return tuple(m for m in methods() if registry.get(m).report)
 
 
 @dataclass
@@ -268,21 +291,16 @@ class Trained:
     unfair: torch.nn.Module
     fair: torch.nn.Module
     aux: torch.nn.Module
-    fliptest: object
-    fta_lin: object
-    unfair_map: object
+    fitted: dict            # method name -> the fitted fairness test
     facts: dict
     timings: dict
 
 
 def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSettings, seed: int,
               log: Callable[[str], None] = log_.info) -> Trained:
-    """Train both targets, the aux model, FlipTest's GANs and the linear fair metric."""
+    """Train both targets and the aux model, then fit every method (FlipTest's GANs, the
+    linear fair metric of FTA + lin. aux and Unfair Map, ...) once."""
     from dataclasses import replace
-
-    from faux.methods.fliptest import FlipTest
-    from faux.methods.fta_lin import FTALin
-    from faux.methods.unfair_map import UnfairMap
 
     if not _is_adel(specs.fair):
         raise ConfigError("the fair model must be an Adel model (conf/model/fair/adel.yaml)")
@@ -309,19 +327,24 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
     log(f"{data.name} seed {seed}: unfair acc {uinfo['accuracy']:.3f}, fair acc "
         f"{finfo['accuracy']:.3f} (adversary {finfo['adv_accuracy']:.3f}, chance "
         f"{finfo['adv_chance']:.3f}), aux acc {ainfo['accuracy']:.3f}")
-    t = time.perf_counter()
     gan = replace(specs.gan, gen_steps=int(settings.gan_steps))
-    ft = FlipTest.from_spec(gan, accelerator=settings.accelerator).fit(rows.x, rows.c,
-                                                                       seed=sd["gan"])
-    timings["fliptest_s"] = time.perf_counter() - t
-    t = time.perf_counter()
+    config = MethodConfig(dict(settings.options),
+                          {"fliptest": asdict(gan), "fta_lin": settings.fta_lin,
+                           "unfair_map": settings.unfair_map}, settings.accelerator)
     qi = subsample(len(rows.y_val), settings.gan_quality_rows, seed + 17)
-    quality = ft.quality(rows.x_val[qi], rows.c_val[qi])
-    timings["gan_quality_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    fl = FTALin(**settings.fta_lin).fit(rows.x, rows.c, seed=seed)
-    um = UnfairMap(**settings.unfair_map).fit(rows.x, rows.c, seed=seed)
-    timings["fair_metric_s"] = time.perf_counter() - t
+    fit_data = TrainData(rows.x, rows.c, rows.x_val[qi], rows.c_val[qi],
+                         aux=lambda s: (aux, ainfo))
+    fitted = {}
+    for name in methods():
+        m = registry.get(name)
+        t = time.perf_counter()
+        fitted[name] = m.build(config).fit(fit_data, sd["gan"] if "gan" in m.needs else seed)
+        timings[f"fit_{name}_s"] = time.perf_counter() - t
+    ft = fitted["fliptest"]
+    quality = {"ks": ft.info["gan_ks"], "mse": ft.info["gan_mse"],
+               "mse_real": ft.info["gan_mse_real"]}
+    timings["gan_quality_s"] = ft.info["gan_quality_s"]
+    ft = ft.ft
     log(f"{data.name} seed {seed}: FlipTest GANs {ft.info['n_params']} params, "
         f"{ft.info['train_time_s']:.1f} s, KS {quality['ks']:.3f}")
     t = time.perf_counter()
@@ -346,28 +369,19 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
                      "mse": float(quality["mse"]), "mse_real": float(quality["mse_real"])},
     }
     timings["facts_s"] = time.perf_counter() - t
-    return Trained(unfair, fair, aux, ft, fl, um, facts, timings)
+    return Trained(unfair, fair, aux, fitted, facts, timings)
 
 
 # ----------------------------------------------------------------------------- scores
 
 
 def score_one(method: str, target: torch.nn.Module, tr: Trained, rows: Rows,
-              options: dict) -> np.ndarray:
-    """Scores of one method for the scored individuals under ``target`` (float64, (n,))."""
-    from faux.methods.gradients import score
-
-    x = torch.as_tensor(rows.x_score)
-    if method in GRADIENT_METHODS:
-        s = score(method, target, tr.aux if method != "fta" else None, x, **options)
-    elif method == "fta_lin":
-        s = tr.fta_lin.score(target, x)
-    elif method == "unfair_map":
-        s = tr.unfair_map.score(target, x, rows.y_score)
-    elif method == "fliptest":
-        s = tr.fliptest.score(target, x, c=rows.c_score)
-    else:
-        raise ConfigError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+              options: dict | None = None) -> np.ndarray:
+    """Scores of one fitted method for the scored individuals under ``target`` (float64,
+    (n,)); ``options`` override its ``faux.score`` options (a variant)."""
+    batch = Batch(torch.as_tensor(rows.x_score), rows.c_score, rows.y_score)
+    f = tr.fitted[method]
+    s = f.score(target, batch, **options) if options else f.score(target, batch)
     return torch.as_tensor(s).detach().reshape(-1).double().numpy()
 
 
@@ -389,9 +403,8 @@ def summarise_pair(unfair: np.ndarray, fair: np.ndarray) -> dict:
 def score_all(tr: Trained, rows: Rows, settings: RealSettings) -> tuple[dict, dict]:
     """Per method: summaries (metrics) and the raw scores (arrays ``<method>__<model>``)."""
     summaries, arrays = {}, {}
-    base = dict(settings.options)
-    jobs = [(m, m, base) for m in METHODS]
-    jobs += [(name, v["method"], {**base, **{k: w for k, w in v.items() if k != "method"}})
+    jobs = [(m, m, {}) for m in methods()]
+    jobs += [(name, v["method"], {k: w for k, w in v.items() if k != "method"})
              for name, v in settings.variants.items()]
     for name, method, opts in jobs:
         t = time.perf_counter()
@@ -449,7 +462,7 @@ def random_ndcg(relevance: dict[str, float], n: int, seed: int) -> float:
 def transparency(tr: Trained, rows: Rows, data: RealData, settings: RealSettings,
                  seed: int) -> dict:
     """Feature reports (A.10), the MI ground truth, NDCGs and top features."""
-    from faux.methods.transparency import aggregate_groups, faux_report, fliptest_report
+    from faux.methods.transparency import aggregate_groups
 
     t = time.perf_counter()
     mi_cols = mutual_information(rows.x, rows.c, discrete_mask(data), seed)
@@ -458,10 +471,8 @@ def transparency(tr: Trained, rows: Rows, data: RealData, settings: RealSettings
     x0 = torch.as_tensor(rows.x0)
     reports = {}
     t = time.perf_counter()
-    g0 = tr.fliptest.counterparts(x0, torch.zeros(len(x0)))
-    reports["fliptest"] = aggregate_groups(fliptest_report(x0, g0), data.feature_groups)
-    for m in ("faux", "faux_ng", "faux_ig"):
-        r = faux_report(tr.aux, x0, method=m, **settings.report_options)
+    for m in report_methods():
+        r = tr.fitted[m].report(x0, **settings.report_options)
         reports[m] = aggregate_groups(r, data.feature_groups)
     t_rep = time.perf_counter() - t
     ndcg = {m: ranking_ndcg(r, mi) for m, r in reports.items()}
@@ -519,3 +530,67 @@ def run_real(data: RealData, specs: ModelSpecs | None = None,
                     "total_s": time.perf_counter() - t0},
     }
     return RealResult(metrics, arrays)
+
+
+# ----------------------------------------------------------------------------- the job
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One job of the real-data sweep: a dataset, a seed, the four model specs, the study."""
+
+    data: object                 # faux.data.spec.DatasetSpec
+    seed: int
+    data_dir: str
+    val_frac: float
+    test_frac: float
+    specs: ModelSpecs
+    study: RealSettings
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> Settings:
+        from hydra.utils import instantiate
+
+        from faux.studies.config import accelerator
+
+        data = instantiate(cfg["data"])
+        if data.kind != "real":
+            raise ConfigError(f"the real-data study needs a real dataset (adult, bank, ssl); "
+                              f"got data={data.name}")
+        p, st = cfg["profile"], cfg["real_study"]
+        real = p["real"]
+        study = RealSettings(
+            max_train_rows=real["max_train_rows"], n_score=int(real["n_score"]),
+            max_epochs=int(real.get("max_epochs", p["max_epochs"])),
+            patience=real.get("patience", p["patience"]),
+            gan_steps=int(real.get("gan_steps", p["gan_steps"])),
+            options=dict(st["options"]), variants=dict(st["variants"] or {}),
+            report_options=dict(st["report_options"]), unfair_map=dict(st["unfair_map"] or {}),
+            fta_lin=dict(st["fta_lin"] or {}), probe=dict(st["probe"]),
+            n_random_rankings=int(st["n_random_rankings"]),
+            gan_quality_rows=st["gan_quality_rows"], accelerator=accelerator(cfg))
+        model = cfg["model"]
+        specs = ModelSpecs(*(instantiate(model[k]) for k in ("target", "fair", "aux", "gan")))
+        return cls(data, int(cfg["seed"]), cfg["paths"]["data_dir"], float(st["val_frac"]),
+                   float(st["test_frac"]), specs, study)
+
+
+def run(s: Settings, out_dir, log) -> dict:
+    from faux.data.real import is_present, load_real
+
+    name, seed = s.data.name, s.seed
+    try:
+        data = load_real(name, seed, root=s.data_dir, val_frac=s.val_frac,
+                         test_frac=s.test_frac)
+        select_rows(data, s.study, seed)   # fails early on a single-valued c in a subsample
+    except DataError as exc:
+        kind = "absent" if name == "ssl" and not is_present("ssl", s.data_dir) else "error"
+        log(f"{name} seed {seed}: skipped: {exc}")
+        return {"dataset": name, "seed": seed, "skipped": str(exc), "skip_kind": kind}
+    res = run_real(data, s.specs, s.study, seed=seed, log=log)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / (SCORES_FILE + ".part.npz")
+    np.savez_compressed(tmp, **res.arrays)
+    tmp.replace(out / SCORES_FILE)
+    return {**res.metrics, "scores_file": SCORES_FILE}

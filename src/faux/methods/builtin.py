@@ -1,0 +1,111 @@
+"""The eight fairness tests of the paper behind the :mod:`faux.methods.protocol`: thin
+adapters over the scorers (``gradients``, ``lic_ub``, ``fta_lin``, ``unfair_map``,
+``fliptest``). Registered, with their needs, labels and paper rows, in ``registry``."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import torch
+
+from faux.methods.protocol import Base, Batch, MethodConfig, TrainData
+
+
+class Gradient(Base):
+    """FTA, fAux, fAux+NG, fAux+IG through ``faux.score`` (the aux comes from the study)."""
+
+    def __init__(self, name: str, config: MethodConfig):
+        super().__init__(name, config)
+        self.aux = None
+
+    def fit(self, data: TrainData, seed: int) -> Gradient:
+        out = copy.copy(self)
+        out.info = {}
+        if self.name != "fta":
+            out.aux, ainfo = data.aux(seed)
+            out.info = {"aux_accuracy": ainfo["accuracy"], "aux_params": ainfo["n_params"]}
+        return out
+
+    def score(self, target, batch: Batch, **options) -> torch.Tensor:
+        from faux.methods.gradients import score
+
+        return score(self.name, target, self.aux, batch.x, **{**self.config.options, **options})
+
+    def report(self, x0, **options) -> torch.Tensor:
+        """Transparency report (eq. 40) from the aux model (see ``transparency.faux_report``)."""
+        from faux.methods.transparency import faux_report
+
+        return faux_report(self.aux, x0, method=self.name, **options)
+
+
+class LicUB(Base):
+    """``|grad f_tar . dx/dc|`` with the sampler's true derivative (synthetic data only)."""
+
+    def score(self, target, batch: Batch) -> torch.Tensor:
+        from faux.methods.lic_ub import lic_ub
+
+        return lic_ub(target, batch.x, batch.dx_dc,
+                      output=self.config.options.get("output", "prob"))
+
+
+class Refit(Base):
+    """A test that learns a fair metric from (x, c) per seed: FTA + lin. aux, Unfair Map."""
+
+    def fit(self, data: TrainData, seed: int) -> Refit:
+        out = copy.copy(self)
+        out.model = self.make().fit(data.x, data.c, seed=seed)
+        return out
+
+    def make(self):
+        if self.name == "fta_lin":
+            from faux.methods.fta_lin import FTALin
+
+            return FTALin(**self.config.of(self.name))
+        from faux.methods.unfair_map import UnfairMap
+
+        return UnfairMap(**self.config.of(self.name))
+
+    def score(self, target, batch: Batch) -> torch.Tensor:
+        if self.name == "unfair_map":
+            return self.model.score(target, batch.x, batch.y)
+        return self.model.score(target, batch.x)
+
+
+class Flip(Base):
+    """FlipTest: two WGANs per seed (``fit_many`` trains a run's seeds as one stack); its
+    info holds the GANs' quality on the validation rows when ``TrainData`` has them."""
+
+    def _new(self):
+        from faux.methods.fliptest import FlipTest
+
+        return FlipTest(**self.config.of(self.name), accelerator=self.config.accelerator)
+
+    def fit(self, data: TrainData, seed: int) -> Flip:
+        return self._wrap(self._new().fit(data.x, data.c, seed=seed), data)
+
+    def fit_many(self, data: TrainData, seeds: Sequence[int]) -> list[Flip]:
+        return [self._wrap(ft, data) for ft in self._new().fit_many(data.x, data.c, seeds)]
+
+    def _wrap(self, ft, data: TrainData) -> Flip:
+        import time
+
+        out = copy.copy(self)
+        out.ft = ft
+        out.info = {"gan_train_s": ft.info["train_time_s"]}
+        if data.x_val is not None:
+            t = time.perf_counter()
+            q = ft.quality(data.x_val, data.c_val)
+            out.info.update(gan_ks=q["ks"], gan_mse=q["mse"], gan_mse_real=q["mse_real"],
+                            gan_quality_s=time.perf_counter() - t)
+        return out
+
+    def score(self, target, batch: Batch) -> torch.Tensor:
+        return self.ft.score(target, batch.x, c=batch.c)
+
+    def report(self, x0, **options) -> torch.Tensor:
+        """``|mean(x0 - G(x0))|`` (eq. 39) over rows of group c = 0."""
+        from faux.methods.transparency import fliptest_report
+
+        x0 = torch.as_tensor(x0)
+        return fliptest_report(x0, self.ft.counterparts(x0, torch.zeros(len(x0))))

@@ -1,0 +1,269 @@
+"""One synthetic column (a pair, a bias, a fusion): data, target, ground truth, and scores.
+
+Shared by Table 1, Fig. 5 and Fig. 11 (and ``scripts/diagnose_column.py``). Everything a column needs that many jobs share (the
+two CVAEs, the target model, the bias-0 reference target) comes from the cache; what a job
+varies (the aux model, the GAN, Unfair Map's metric, by seed) is trained in the job.
+
+Seeds: data draws use fixed offsets of the column seed (train +1, val +2, test +3; the bias-0
+reference +11, +12, +13), so every job of a column sees the same individuals.
+
+Shared builds: :func:`prepare_shared` builds each dataset's CVAE once in total
+(:func:`ensure_generators`, one lock per dataset) and a column's target and bias-0 reference
+under one lock per (pair, fusion, seed, recipe), so parallel jobs never train the same
+artifact twice (the lock helper: ``faux.studies.locks``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from faux.cache import Cache, torch_dumps, torch_loads
+from faux.errors import ConfigError
+from faux.methods import registry
+from faux.methods.protocol import Batch, MethodConfig, TrainData
+from faux.models.mlp import MLP, MLPSpec
+from faux.studies.locks import cache_lock, key_name
+from faux.synth.ground_truth import ifs, ifs_labels, ifs_threshold, positive_rate
+from faux.synth.sampler import GENERATOR_VERSION, SyntheticGenerator, SyntheticSet, generator_config
+
+log = logging.getLogger("faux.studies")
+
+
+@dataclass(frozen=True)
+class Column:
+    xc: str
+    xy: str
+    bias: float
+    fusion: str
+
+    def __post_init__(self):
+        if not 0.0 <= float(self.bias) <= 1.0:
+            raise ConfigError(f"bias must be in [0, 1], got {self.bias}")
+
+
+@dataclass
+class PreparedColumn:
+    column: Column
+    train: SyntheticSet
+    val: SyntheticSet
+    test: SyntheticSet
+    target: MLP
+    target_info: dict
+    ifs_test: torch.Tensor
+    threshold: float
+    labels: torch.Tensor
+    positive_rate: float
+    key: dict = field(default_factory=dict)     # what made the column's data and target
+    timings: dict = field(default_factory=dict)
+
+
+def _mlp_dumps(pair) -> bytes:
+    net, info = pair
+    arch = {"d_in": net.d_in, "width": net.width, "depth": net.depth, "d_out": net.d_out}
+    return torch_dumps({"arch": arch, "state": net.state_dict(), "info": info})
+
+
+def _mlp_loads(blob: bytes):
+    d = torch_loads(blob)
+    net = MLP(**d["arch"])
+    net.load_state_dict(d["state"])
+    return net.eval(), d["info"]
+
+
+def generator_overrides(study: dict | None, profile: dict | None, names) -> dict:
+    """Per-dataset CVAE overrides: the study's (``study.generators``, per name), under the
+    profile's (``profile.generators``, every name)."""
+    study, prof = study or {}, profile or {}
+    return {n: {**(study.get(n) or {}), **prof} for n in names if study.get(n) or prof}
+
+
+@dataclass(frozen=True)
+class ColumnSettings:
+    """How every synthetic study builds a column (plain values from the config)."""
+
+    sizes: dict                  # n_train, n_val, n_test
+    gen_study: dict              # study.generators: per-dataset CVAE overrides
+    gen_profile: dict            # profile.generators: overrides of every dataset's CVAE
+    gen_opts: dict               # decoding, tau, dxdc_at
+    threshold_k: float
+    output: str                  # IFS and target gradients on "prob" or "logit"
+    options: dict                # faux.score options
+    cache_dir: str
+    data_dir: str
+    accelerator: str = "auto"
+
+    def gen_cfgs(self, names: Iterable[str]) -> dict:
+        return generator_overrides(self.gen_study, self.gen_profile, names)
+
+    def cache(self) -> Cache:
+        return Cache(self.cache_dir)
+
+
+def generator_key(gen: SyntheticGenerator, gen_cfgs: dict | None) -> dict:
+    cfgs = gen_cfgs or {}
+    return {"version": GENERATOR_VERSION, "xc": gen.xc, "xy": gen.xy,
+            "cfg_c": generator_config(gen.xc, cfgs.get(gen.xc)),
+            "cfg_y": generator_config(gen.xy, cfgs.get(gen.xy)),
+            "decoding": gen.decoding, "tau": gen.tau, "dxdc_at": gen.dxdc_at, "seed": gen.seed}
+
+
+def cached_mlp(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, x_val, t_val, seed: int,
+               accelerator: str = "auto"):
+    """An MLP classifier trained once per key and then loaded from the cache."""
+    key = {**key, "spec": spec.__dict__, "train_seed": int(seed)}
+    return cache.get_or_build(
+        kind, key, lambda: spec.train(x, t, x_val, t_val, seed=seed, accelerator=accelerator),
+        dumps=_mlp_dumps, loads=_mlp_loads)
+
+
+def make_generator(col: Column, gen_cfgs: dict | None, gen_opts: dict | None, cache: Cache,
+                   seed: int = 0, root=None) -> SyntheticGenerator:
+    o = dict(gen_opts or {})
+    cfgs = {k: v for k, v in (gen_cfgs or {}).items() if k in (col.xc, col.xy)}
+    return SyntheticGenerator(col.xc, col.xy, cfgs, cache_dir=cache.root, seed=seed, root=root, **o)
+
+
+def prepare_column(col: Column, *, sizes: dict, target_spec: MLPSpec, gen_cfgs: dict | None = None,
+                   gen_opts: dict | None = None, seed: int = 0, k: float = 3.0,
+                   output: str = "prob", cache: Cache | None = None,
+                   accelerator: str = "auto", root=None) -> PreparedColumn:
+    """Sample the column's data, train (or load) its target and bias-0 reference, label IFS."""
+    cache = cache or Cache()
+    t0 = time.perf_counter()
+    gen = make_generator(col, gen_cfgs, gen_opts, cache, root=root)
+    t_gen = time.perf_counter() - t0
+    n_tr, n_va, n_te = int(sizes["n_train"]), int(sizes["n_val"]), int(sizes["n_test"])
+    base = int(seed) * 1000
+
+    def draw(bias, off):
+        return (gen.sample(n_tr, bias, col.fusion, seed=base + off + 1),
+                gen.sample(n_va, bias, col.fusion, seed=base + off + 2),
+                gen.sample(n_te, bias, col.fusion, seed=base + off + 3))
+
+    train, val, test = draw(col.bias, 0)
+    gkey = generator_key(gen, gen_cfgs)
+    key = {"gen": gkey, "fusion": col.fusion, "sizes": [n_tr, n_va], "data_seed": base}
+    t1 = time.perf_counter()
+    target, tinfo = cached_mlp(cache, "target", {**key, "bias": float(col.bias)}, target_spec,
+                               train.x, train.y, val.x, val.y, seed, accelerator)
+    # the same target recipe on bias-0 data of the same pair and fusion sets the threshold
+    tr0, va0, te0 = draw(0.0, 10)
+    ref, _ = cached_mlp(cache, "target", {**key, "bias": 0.0, "data_seed": base + 10},
+                        target_spec, tr0.x, tr0.y, va0.x, va0.y, seed, accelerator)
+    t_targets = time.perf_counter() - t1
+    thr = ifs_threshold(ifs(ref, te0.x, te0.x_cf, output=output), k=k)
+    v = ifs(target, test.x, test.x_cf, output=output)
+    labels = ifs_labels(v, thr)
+    return PreparedColumn(col, train, val, test, target, tinfo, v, thr, labels,
+                          positive_rate(labels), {**key, "bias": float(col.bias)},
+                          {"generators_s": t_gen, "targets_s": t_targets})
+
+
+def train_aux(pc: PreparedColumn, spec: MLPSpec, seed: int, cache: Cache | None = None,
+              accelerator: str = "auto"):
+    """The aux MLP predicting c for run ``seed`` (cached: faux, faux_ng and faux_ig share it)."""
+    cache = cache or Cache()
+    return cached_mlp(cache, "aux", pc.key, spec, pc.train.x, pc.train.c, pc.val.x, pc.val.c, seed,
+                      accelerator)
+
+
+def train_data(pc: PreparedColumn, aux_spec: MLPSpec | None, cache: Cache | None = None,
+               accelerator: str = "auto") -> TrainData:
+    """What a fairness test may fit on in a synthetic column: its training rows, its
+    validation rows (GAN quality) and the cached aux MLP of a run seed."""
+    def aux(seed: int):
+        if aux_spec is None:
+            raise ConfigError("this method needs an aux model; pass aux_spec")
+        return train_aux(pc, aux_spec, seed, cache, accelerator)
+
+    return TrainData(pc.train.x, pc.train.c, pc.val.x, pc.val.c, aux)
+
+
+def test_batch(pc: PreparedColumn) -> Batch:
+    return Batch(pc.test.x, pc.test.c, pc.test.y, pc.test.dx_dc)
+
+
+def score_method(method: str, pc: PreparedColumn, run_seed: int, *, aux_spec: MLPSpec | None,
+                 config: MethodConfig | None = None, cache: Cache | None = None,
+                 accelerator: str = "auto", fitted=None) -> tuple[torch.Tensor, dict]:
+    """Scores of ``method`` (any registered fairness test) for the column's test individuals,
+    and run facts (aux accuracy, GAN quality...).
+
+    ``fitted``: the test already fitted for this run (a cell's FlipTest seeds train
+    together); otherwise it is fitted here."""
+    m = registry.get(method)
+    t0 = time.perf_counter()
+    if fitted is None:
+        fitted = m.build(config).fit(train_data(pc, aux_spec, cache, accelerator), run_seed)
+    s = fitted.score(pc.target, test_batch(pc))
+    info = {**fitted.info, "score_s": time.perf_counter() - t0}
+    return torch.as_tensor(s).reshape(-1).detach().double(), info
+
+
+def ensure_generators(datasets: Iterable[str], *, gen_cfgs: dict | None, gen_opts: dict | None,
+                      cache, root=None) -> dict[str, bool]:
+    """Build (or load) each dataset's CVAE under its lock, through :func:`make_generator` (so
+    the cache key is the one ``prepare_column`` uses). A dataset whose lock another job holds
+    is left for later (that job is building it), so two jobs build two different CVAEs at
+    once rather than one job waiting. Returns ``{dataset: built_here}``."""
+    def build(name):
+        before = _n_entries(cache.root)
+        make_generator(Column(name, name, 0.0, "concat"), gen_cfgs, gen_opts, cache, root=root)
+        return _n_entries(cache.root) > before
+
+    built: dict[str, bool] = {}
+    pending = list(dict.fromkeys(datasets))
+    while pending:
+        for name in list(pending):                 # first every dataset nobody is building
+            with cache_lock(cache.root, f"generator-{name}", blocking=False) as held:
+                if held:
+                    built[name] = build(name)
+                    pending.remove(name)
+        if pending:                                # then wait for the ones being built
+            name = pending.pop(0)
+            with cache_lock(cache.root, f"generator-{name}"):
+                built[name] = build(name)
+    return {name: built[name] for name in dict.fromkeys(datasets)}
+
+
+def _n_entries(root) -> int:
+    return len(list((Path(root) / "generator").glob("*.bin")))
+
+
+@dataclass
+class Shared:
+    """A prepared column and what its shared builds cost."""
+
+    pc: PreparedColumn
+    built: dict          # {dataset: CVAE built by this job}
+    generators_s: float
+    prepare_s: float
+
+
+def prepare_shared(col: Column, cs: ColumnSettings, target_spec: MLPSpec, seed: int,
+                   sizes: dict | None = None) -> Shared:
+    """The column of a job, its shared artifacts built once across parallel jobs: each
+    dataset's CVAE under its own lock, then the target and the bias-0 reference (shared by
+    every bias level and method of the (pair, fusion, seed, recipe)) under one lock."""
+    cache = cs.cache()
+    sizes = dict(sizes or cs.sizes)
+    gen_cfgs = cs.gen_cfgs((col.xc, col.xy))
+    t0 = time.perf_counter()
+    built = ensure_generators((col.xc, col.xy), gen_cfgs=gen_cfgs, gen_opts=cs.gen_opts,
+                              cache=cache, root=cs.data_dir)
+    t_gen = time.perf_counter() - t0
+    ref_key = {"xc": col.xc, "xy": col.xy, "fusion": col.fusion, "seed": int(seed),
+               "spec": target_spec.__dict__, "sizes": sizes, "gen": gen_cfgs,
+               "opts": cs.gen_opts}
+    with cache_lock(cache.root, key_name("column", ref_key)):
+        pc = prepare_column(col, sizes=sizes, target_spec=target_spec, gen_cfgs=gen_cfgs,
+                            gen_opts=cs.gen_opts, seed=seed, k=cs.threshold_k,
+                            output=cs.output, cache=cache, accelerator=cs.accelerator,
+                            root=cs.data_dir)
+    return Shared(pc, built, t_gen, time.perf_counter() - t0 - t_gen)

@@ -1,0 +1,175 @@
+"""The method registry: a toy method registered in one place runs in every study and shows
+up in Table 1, the real-data tables and the Fig. 5 sweep figure; profile.generators reaches
+every synthetic study."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from faux.errors import ConfigError
+from faux.methods import registry
+from faux.methods.protocol import Base, MethodConfig, TrainData
+from faux.reports.sweep import Sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Toy(Base):
+    """|f_tar(x) - f_aux(x)| on the logits: a fairness test in a dozen lines."""
+
+    def fit(self, data: TrainData, seed: int):
+        out = Toy(self.name, self.config)
+        out.aux, ainfo = data.aux(seed)
+        out.info = {"aux_accuracy": ainfo["accuracy"]}
+        return out
+
+    def score(self, target, batch):
+        with torch.no_grad():
+            x = torch.as_tensor(batch.x)
+            return (target(x).reshape(len(x), -1)[:, 0] - self.aux(x).reshape(len(x), -1)[:, 0]).abs()
+
+    def report(self, x0, **options):
+        return torch.as_tensor(x0).abs().mean(0)
+
+
+@pytest.fixture
+def toy():
+    m = registry.register(registry.Method("toy", "Toy test", Toy, {"target", "aux"},
+                                          report=True))
+    yield m
+    registry.unregister("toy")
+
+
+def _compose(*overrides) -> dict:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    import faux.run  # noqa: F401  (registers ${faux_methods:})
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[*overrides, "paths.output_dir=."])
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def _result(job: str, metrics: dict, job_dir: Path) -> dict:
+    job_dir.mkdir(parents=True, exist_ok=True)
+    res = {"status": "ok", "job": job, "config_hash": "x" * 16, "metrics": metrics,
+           "timings": {"wall_s": 1.0}}
+    (job_dir / "result.json").write_text(json.dumps(res, default=float))
+    return {**json.loads((job_dir / "result.json").read_text()), "_dir": str(job_dir)}
+
+
+def test_registry_order_needs_and_errors(toy):
+    assert registry.names()[-1] == "toy"                       # after the paper's rows
+    assert "toy" in registry.names(provides={"target", "aux"}, requires={"aux"})
+    assert "toy" not in registry.names(provides={"target", "train"})
+    assert registry.label("toy") == "Toy test"
+    assert registry.label("faux_ng_feature") == "fAux+NG (feature)"
+    with pytest.raises(ConfigError, match="unknown method 'nosuch'.*toy"):
+        registry.get("nosuch")
+    with pytest.raises(ConfigError, match="needs"):
+        registry.Method("bad", "Bad", Toy, {"aux", "gpu"})
+    with pytest.raises(ConfigError, match="unknown method"):
+        registry.check_names(["faux", "nosuch"])
+
+
+def test_table1_sweep_list_is_the_registry(toy):
+    cfg = _compose("experiment=table1")
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        full = compose("config", overrides=["experiment=table1"], return_hydra_config=True)
+    swept = OmegaConf.to_container(full.hydra.sweeper.params, resolve=True)["method"]
+    assert swept.split(",") == list(registry.names()) and "toy" in swept
+    assert cfg["method"] in registry.names()
+
+
+def test_profile_generators_reach_every_synthetic_study():
+    """profile.generators (the tiny profile's small CVAEs) overrides every dataset's CVAE in
+    Table 1, Fig. 5, Fig. 11 and Fig. 8 alike (Fig. 5/11 ignored it once)."""
+    from faux.studies import fig5, fig8, fig11, table1
+
+    tiny = {"epochs": 2, "max_steps": 20, "hidden": 16, "depth": 1}
+    want = {"magic": tiny, "backache": tiny}
+    pair = ("magic", "backache")
+    s1 = table1.Settings.from_config(_compose("experiment=table1", "profile=tiny",
+                                              "column=Synthetic-1"))
+    s5 = fig5.Settings.from_config(_compose("experiment=fig5", "profile=tiny",
+                                            "pair=magic/backache"))
+    s11 = fig11.Settings.from_config(_compose("experiment=fig11", "profile=tiny",
+                                              "column.xc=magic", "column.xy=backache"))
+    s8 = fig8.Settings.from_config(_compose("experiment=fig8", "profile=tiny"))
+    for s in (s1, s5, s11):
+        assert s.synth.gen_cfgs(pair) == want
+    assert s8.generator_cfgs == want
+    # a study's per-dataset override sits under the profile's
+    s = fig5.Settings.from_config(_compose("experiment=fig5", "profile=tiny",
+                                           "+study.generators={magic: {beta: 0.5}}"))
+    assert s.synth.gen_cfgs(pair)["magic"] == {"beta": 0.5, **tiny}
+    # quick has none: no overrides at all (the cache keys of quick/paper runs are unchanged)
+    s = fig5.Settings.from_config(_compose("experiment=fig5", "profile=quick"))
+    assert s.synth.gen_cfgs(pair) == {}
+
+
+def test_toy_method_runs_everywhere_and_shows_in_every_report(toy, tmp_path):
+    from faux.reports.fig4 import build as build_fig4
+    from faux.reports.fig5 import build as build_fig5
+    from faux.reports.table1 import build as build_table1
+    from faux.reports.table3 import build as build_table3
+    from faux.studies import fig5, table1
+    from faux.studies.real import RealSettings, run_real
+    from test_real_study import _toy_data
+
+    cache = f"paths.cache_dir={tmp_path / 'cache'}"
+    # Table 1: the toy as one cell of the tiny profile
+    s = table1.Settings.from_config(_compose("experiment=table1", "profile=tiny", "method=toy",
+                                             "column=Synthetic-2", cache))
+    m1 = table1.run(s, tmp_path, lambda line: None)
+    assert m1["method"] == "toy" and len(m1["ap_runs"]) == 1 and 0 <= m1["ap_runs"][0] <= 1
+    rep = build_table1(Sweep([_result("table1_cell", m1, tmp_path / "t1")]), tmp_path / "r",
+                       tmp_path / "f")
+    md = (tmp_path / "r" / "table1.md").read_text()
+    assert "| Toy test |" in md and "Toy test &" in (tmp_path / "r" / "table1.tex").read_text()
+    assert not rep.missing
+    # Fig. 5: every method reading an aux model, the toy included
+    s = fig5.Settings.from_config(_compose("experiment=fig5", "profile=tiny",
+                                           "pair=magic/backache", cache))
+    job = tmp_path / "f5"
+    job.mkdir()
+    m5 = fig5.run(s, job, lambda line: None)
+    assert set(m5["ap"]) == {"faux", "faux_ng", "faux_ig", "toy"}
+    with np.load(job / "records.npz") as z:
+        assert z["toy"].shape == (m5["n_test"],)
+    build_fig5(Sweep([_result("fig5_cell", m5, job)]), tmp_path / "r", tmp_path / "f")
+    assert "AP Toy test" in (tmp_path / "r" / "fig5.md").read_text()
+    # the real-data study: scores, transparency report, Fig. 4 and Table 3
+    settings = RealSettings(max_train_rows=300, n_score=40, max_epochs=2, patience=2,
+                            gan_steps=4, n_random_rankings=5, gan_quality_rows=50,
+                            accelerator="cpu")
+    res = run_real(_toy_data(), settings=settings, seed=0, log=lambda line: None)
+    assert "toy" in res.metrics["method_names"] and res.arrays["toy__fair"].shape == (40,)
+    assert "toy" in res.metrics["table3"]["ndcg"]
+    job = tmp_path / "real"
+    job.mkdir()
+    np.savez(job / "scores.npz", **res.arrays)
+    sweep = Sweep([_result("real_cell", {**res.metrics, "scores_file": "scores.npz"}, job)])
+    build_fig4(sweep, tmp_path / "r", tmp_path / "f")
+    build_table3(sweep, tmp_path / "r", tmp_path / "f")
+    assert "| Toy test |" in (tmp_path / "r" / "fig4.md").read_text()
+    assert "| Toy test |" in (tmp_path / "r" / "table3.md").read_text()
+
+
+def test_method_config_reaches_the_tests():
+    """MethodConfig.params are the constructor arguments of the parametrised tests."""
+    m = registry.get("unfair_map").build(MethodConfig(params={"unfair_map": {"steps": 3}}))
+    x, c = torch.randn(50, 3), (torch.rand(50) > 0.5).long()
+    fitted = m.fit(TrainData(x, c), seed=10)
+    assert fitted.model.steps == 3
