@@ -31,16 +31,20 @@ import numpy as np
 import pandas as pd
 
 #: named Adel recipes: AdelSpec field overrides (``default`` is AdelSpec() itself)
+#: the first implementation's recipe, the base every named recipe overrides
+GUARDS = {"pred_loss": "bce", "flip": True, "cap": True, "interleave": True, "reinit": False,
+          "adv_steps": 1, "adv_width": 32, "adv_depth": 1, "alpha_min": 0.0, "adv_norm": False,
+          "decor": 0.0, "alpha_decay": 0.9}
 RECIPES: dict[str, dict] = {
     "default": {},
     # the guards of the first implementation (flip, cap, interleave), adversary kept
     "guards": {"pred_loss": "bce", "flip": True, "cap": True, "interleave": True,
                "reinit": False, "adv_steps": 1, "adv_width": 32, "adv_depth": 1,
-               "alpha_min": 0.0},
+               "alpha_min": 0.0, "adv_norm": False},
     # literal A.11.1 loss L_y - alpha L_adv (no guards)
     "literal": {"pred_loss": "bce", "flip": False, "cap": False, "interleave": False,
                 "reinit": False, "adv_steps": 1, "adv_width": 32, "adv_depth": 1,
-                "alpha_min": 0.0},
+                "alpha_min": 0.0, "adv_norm": False},
     # guards plus a fresh adversary every iteration
     "guards_fresh": {"pred_loss": "bce", "flip": True, "cap": True, "interleave": True,
                      "reinit": True, "adv_steps": 1, "adv_width": 32, "adv_depth": 1,
@@ -50,6 +54,15 @@ RECIPES: dict[str, dict] = {
                     "adv_width": 32, "adv_depth": 1, "alpha_min": 0.0},
     "prior_fresh_wide": {"pred_loss": "prior", "interleave": True, "reinit": True,
                          "adv_steps": 3, "adv_width": 64, "adv_depth": 2, "alpha_min": 0.0},
+    "prior_norm_decor": {"pred_loss": "prior", "reinit": True, "adv_norm": True, "decor": 1.0},
+    "guards_norm_decor": {"reinit": True, "adv_norm": True, "decor": 1.0},
+    "guards_norm_decor_s3": {"reinit": True, "adv_norm": True, "decor": 1.0, "adv_steps": 3},
+    # ... with the adversary reading the batch-standardised hidden layer (adv_norm)
+    "prior_norm": {"pred_loss": "prior", "interleave": True, "reinit": True, "adv_steps": 1,
+                   "adv_width": 32, "adv_depth": 1, "alpha_min": 0.0, "adv_norm": True},
+    "guards_norm": {"pred_loss": "bce", "flip": True, "cap": True, "interleave": True,
+                    "reinit": True, "adv_steps": 1, "adv_width": 32, "adv_depth": 1,
+                    "alpha_min": 0.0, "adv_norm": True},
 }
 
 
@@ -60,7 +73,7 @@ def parse_recipe(text: str) -> tuple[str, dict]:
     name, _, rest = text.partition(":")
     if name not in RECIPES:
         raise SystemExit(f"unknown recipe {name!r}; known: {', '.join(RECIPES)}")
-    kw = dict(RECIPES[name])
+    kw = {} if name == "default" else {**GUARDS, **RECIPES[name]}
     for item in filter(None, rest.split(";")):
         k, _, v = item.partition("=")
         kw[k] = yaml.safe_load(v)
@@ -126,6 +139,7 @@ def main(argv=None) -> int:
                 chk = fairness_check(fair, *args, **kw)
                 records.append({"dataset": name, "seed": seed, "recipe": label, "model": "fair",
                                 "train_s": f_s, "epochs": finfo["epochs"],
+                                "best_epoch": finfo["best_epoch"],
                                 "adv_accuracy": finfo["adv_accuracy"], **chk})
                 print(_line(records[-1]), flush=True)
                 if a.aux:
@@ -153,7 +167,7 @@ def _line(r: dict) -> str:
             f"probe({r['probe_target']}) {r['probe_auroc']:.3f} (lr {r['probe_auroc_lr']:.3f}, "
             f"mlp {r['probe_auroc_mlp']:.3f})  swap {r['proxy_swap_mean_abs_dprob']:.3f}  "
             f"dp {r['dp_gap']:.3f}  acc {r['accuracy']:.3f}  {r['train_s']:.0f}s "
-            f"{r['epochs']} ep")
+            f"{r['epochs']} ep (best {r.get('best_epoch', '-')})")
 
 
 def summary(df: pd.DataFrame) -> str:

@@ -62,8 +62,10 @@ class AdelNet(nn.Module):
     """Predictor ``net`` (x -> logits of y) and ``adversary`` (hidden layer -> logits of s)."""
 
     def __init__(self, d_in: int, width: int = 64, depth: int = 2, d_out: int = 1,
-                 d_adv: int = 1, adv_width: int = 32, adv_depth: int = 1):
+                 d_adv: int = 1, adv_width: int = 32, adv_depth: int = 1,
+                 adv_norm: bool = False):
         super().__init__()
+        self.adv_norm = bool(adv_norm)
         if int(depth) < 1:
             raise ConfigError(f"the Adel model needs depth >= 1 (a hidden layer for the "
                               f"adversary to read); got depth={depth}")
@@ -76,11 +78,30 @@ class AdelNet(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
 
+    def adversary_input(self, h: torch.Tensor) -> torch.Tensor:
+        """What the adversary reads: h, or h standardised per unit over the batch (``adv_norm``:
+        the predictor cannot hide s by shrinking h below the adversary's resolution)."""
+        if not self.adv_norm:
+            return h
+        return (h - h.mean(0)) / (h.std(0, unbiased=False) + 1e-6)
+
     def adversary_logits(self, x: torch.Tensor) -> torch.Tensor:
-        return self.adversary(self.hidden(x))
+        return self.adversary(self.adversary_input(self.hidden(x)))
 
 
 PRED_LOSSES = ("bce", "prior")
+
+
+def _sq_corr(h: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """Sum over hidden units of the squared batch correlation with s (mean over s's columns).
+
+    0 exactly when no unit correlates with s, i.e. when no linear function of h does.
+    """
+    s = s.reshape(s.shape[0], -1)
+    hc, sc = h - h.mean(0), s - s.mean(0)
+    cov = hc.T @ sc / h.shape[0]                               # (width, k)
+    corr = cov / (hc.std(0, unbiased=False)[:, None] * sc.std(0, unbiased=False) + 1e-6)
+    return (corr ** 2).sum(0).mean()
 
 
 def _entropy(s: torch.Tensor) -> float:
@@ -97,7 +118,7 @@ class AdelModule(TabularModule):
                  flip: bool = True, interleave: bool = True, lr: float = 1e-3,
                  pred_loss: str = "bce", reinit: bool = False, adv_steps: int = 1,
                  alpha_min: float = 0.0, s_rate: torch.Tensor | None = None,
-                 adv_lr: float | None = None, seed: int = 0):
+                 adv_lr: float | None = None, seed: int = 0, decor: float = 0.0):
         super().__init__(lr=lr)
         self.model = model
         self.h_s = float(h_s)
@@ -114,6 +135,7 @@ class AdelModule(TabularModule):
         self.adv_steps = int(adv_steps)
         self.adv_lr = float(adv_lr) if adv_lr is not None else float(lr)
         self.seed = int(seed)
+        self.decor = float(decor)
         self.register_buffer("s_rate", torch.as_tensor(
             s_rate if s_rate is not None else 0.5, dtype=torch.float32).reshape(-1))
 
@@ -125,7 +147,8 @@ class AdelModule(TabularModule):
                 torch.optim.Adam(self.model.adversary.parameters(), lr=self.adv_lr))
 
     def _adv_loss(self, h, s):
-        return F.binary_cross_entropy_with_logits(self.model.adversary(h), s)
+        return F.binary_cross_entropy_with_logits(self.model.adversary(
+            self.model.adversary_input(h)), s)
 
     def _adv_gain(self, h, s):
         """What the frozen adversary gains over a constant guess (nats; the predictor's cost).
@@ -135,7 +158,7 @@ class AdelModule(TabularModule):
         s's marginal rate minus ``H_s``, i.e. the mean KL(marginal || adversary) >= 0, which is
         0 exactly when the adversary outputs the marginal for every row.
         """
-        a = self.model.adversary(h)
+        a = self.model.adversary(self.model.adversary_input(h))
         if self.pred_loss == "prior":
             rate = self.s_rate.to(a.dtype).expand_as(a)
             return F.binary_cross_entropy_with_logits(a, rate) - self.h_s
@@ -162,10 +185,8 @@ class AdelModule(TabularModule):
                     m.reset_parameters()
         opt_adv.state.clear()
 
-    def on_train_epoch_start(self):
-        self.alpha = max(self.alpha0 * self.alpha_decay ** self.current_epoch, self.alpha_min)
-        if self.n_adv <= 0:
-            return
+    def _train_adversary(self):
+        """``n_adv`` epochs of the adversary on the frozen hidden layer (fresh with ``reinit``)."""
         _, opt_adv = self.optimizers(use_pl_optimizer=False)
         if self.reinit:
             self._reinit_adversary(opt_adv)
@@ -175,11 +196,25 @@ class AdelModule(TabularModule):
                 for x, _y, s in (batch if isinstance(batch, list) else [batch]):
                     self._adv_step(opt_adv, x, s)
 
+    def on_train_epoch_start(self):
+        self.alpha = max(self.alpha0 * self.alpha_decay ** self.current_epoch, self.alpha_min)
+        # with reinit the fresh adversary of an iteration is trained at the end of the previous
+        # predictor epoch (below), so that validation and early stopping see a fresh adversary
+        if self.n_adv > 0 and (not self.reinit or self.current_epoch == 0):
+            self._train_adversary()
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        if self.n_adv > 0 and self.reinit and batch_idx == self.trainer.num_training_batches - 1:
+            self._train_adversary()
+
     def _objective(self, batch):
         x, y, s = batch
         h = self.model.hidden(x)
         l_y = F.binary_cross_entropy_with_logits(self.model.net.head(h).reshape(y.shape), y)
-        return l_y, self._adv_gain(h, s)
+        gain = self._adv_gain(h, s)
+        if self.decor > 0:
+            gain = gain + self.decor * _sq_corr(h, s)
+        return l_y, gain
 
     def train_minibatch(self, batch):
         opt, opt_adv = self.optimizers(use_pl_optimizer=False)
@@ -210,7 +245,7 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                adv_width: int = 32, adv_depth: int = 1, cap: bool = True, flip: bool = True,
                interleave: bool = True, pred_loss: str = "bce", reinit: bool = False,
                adv_steps: int = 1, alpha_min: float = 0.0, adv_lr: float | None = None,
-               seed: int = 0, max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
+               adv_norm: bool = False, decor: float = 0.0, seed: int = 0, max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
                lr: float = 1e-3, accelerator: str = "auto") -> tuple[AdelNet, dict]:
     """Train a classifier of ``y`` whose last hidden layer hides ``s`` (Adel et al. 2019).
 
@@ -243,11 +278,12 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
     d_adv = 1 if s.ndim == 1 else s.shape[1]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
-        model = AdelNet(x.shape[1], width, depth, d_out, d_adv, adv_width, adv_depth)
+        model = AdelNet(x.shape[1], width, depth, d_out, d_adv, adv_width, adv_depth,
+                        adv_norm)
     module = AdelModule(model, _entropy(s), alpha, alpha_decay, n_adv, cap, flip, interleave,
                         lr, pred_loss=pred_loss, reinit=reinit, adv_steps=adv_steps,
                         alpha_min=alpha_min, s_rate=s.reshape(s.shape[0], -1).mean(0),
-                        adv_lr=adv_lr, seed=seed)
+                        adv_lr=adv_lr, seed=seed, decor=decor)
     warm = (math.ceil(math.log(alpha / max(alpha_min, 1.0)) / -math.log(alpha_decay))
             if alpha > max(alpha_min, 1.0) and alpha_decay < 1 else 0)
     start = time.perf_counter()
@@ -287,6 +323,8 @@ class AdelSpec:
     adv_steps: int = 1
     alpha_min: float = 0.0
     adv_lr: float | None = None
+    adv_norm: bool = False
+    decor: float = 0.0
     max_epochs: int = 100
     patience: int | None = 10
     batch_size: int = 64
