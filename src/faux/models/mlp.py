@@ -7,7 +7,8 @@ the first layer, for reference models that may only see part of the input.
 
 ``train_mlp`` trains a binary classifier (BCE with logits) with the paper's recipe (A.11.2):
 batch 64, Adam at lr 1e-3, early stopping on the validation loss (patience 10, best weights
-restored).
+restored). ``train_mlps_stacked`` (``MLPSpec.train_many``) trains several seeds of one
+recipe at once, each as ``train_mlp`` would (``faux.models.stacked``).
 """
 
 from __future__ import annotations
@@ -85,9 +86,25 @@ class BinaryClassifier(TabularModule):
         return F.binary_cross_entropy_with_logits(self.net(x), t)
 
 
-def _accuracy(net: nn.Module, x: torch.Tensor, t: torch.Tensor) -> float:
+def mlp_accuracy(net: nn.Module, x: torch.Tensor, t: torch.Tensor) -> float:
+    """Fraction of labels ``t`` that the sign of ``net``'s logits gets right."""
     with torch.no_grad():
         return float(((net(x) > 0).float() == t).float().mean())
+
+
+def check_classification_data(x, t, x_val=None, t_val=None):
+    """``(x, t, val)`` checked and converted for a classifier: float32 CPU tensors, binary
+    labels (n,) or (n, k), ``val`` ``(x_val, t_val)`` or None; DataError naming the fix."""
+    x = as_features(x, "x")
+    t = as_binary(t, x.shape[0], "t")
+    val = None
+    if x_val is not None:
+        x_val = as_features(x_val, "x_val", d=x.shape[1])
+        t_val = as_binary(t_val, x_val.shape[0], "t_val") if t_val is not None else None
+        if t_val is None or t_val.shape[1:] != t.shape[1:]:
+            raise DataError("t_val must be given with x_val and have the same columns as t")
+        val = (x_val, t_val)
+    return x, t, val
 
 
 def train_mlp(x, t, x_val=None, t_val=None, *, width: int = 64, depth: int = 2, seed: int = 0,
@@ -101,15 +118,7 @@ def train_mlp(x, t, x_val=None, t_val=None, *, width: int = 64, depth: int = 2, 
     Returns ``(mlp, info)``, the MLP on the CPU in eval mode; ``info`` holds ``accuracy``,
     ``n_params``, ``train_time_s``, ``epochs``, ``best_epoch``, ``best_val_loss``.
     """
-    x = as_features(x, "x")
-    t = as_binary(t, x.shape[0], "t")
-    val = None
-    if x_val is not None:
-        x_val = as_features(x_val, "x_val", d=x.shape[1])
-        t_val = as_binary(t_val, x_val.shape[0], "t_val") if t_val is not None else None
-        if t_val is None or t_val.shape[1:] != t.shape[1:]:
-            raise DataError("t_val must be given with x_val and have the same columns as t")
-        val = (x_val, t_val)
+    x, t, val = check_classification_data(x, t, x_val, t_val)
     d_out = 1 if t.ndim == 1 else t.shape[1]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
@@ -119,8 +128,8 @@ def train_mlp(x, t, x_val=None, t_val=None, *, width: int = 64, depth: int = 2, 
     out = fit(module, (x, t), val, max_epochs=max_epochs, patience=patience,
               batch_size=batch_size, seed=seed, accelerator=accelerator)
     elapsed = time.perf_counter() - start
-    xe, te = (x_val, t_val) if val is not None else (x, t)
-    info = {"accuracy": _accuracy(net, xe, te), "n_params": n_params(net),
+    xe, te = val if val is not None else (x, t)
+    info = {"accuracy": mlp_accuracy(net, xe, te), "n_params": n_params(net),
             "train_time_s": elapsed, **out}
     return net, info
 
@@ -154,3 +163,12 @@ class MLPSpec:
               "patience": self.patience, "batch_size": self.batch_size, "lr": self.lr}
         kw.update(overrides)
         return train_mlp(x, t, x_val, t_val, seed=seed, accelerator=accelerator, **kw)
+
+    def train_many(self, x, t, x_val=None, t_val=None, *, seeds,
+                   accelerator: str = "auto", **overrides) -> list[tuple[MLP, dict]]:
+        """``[self.train(..., seed=s) for s in seeds]``, trained together as one stacked
+        network (``faux.models.stacked.train_mlps_stacked``; same result per seed)."""
+        from faux.models.stacked import train_mlps_stacked
+
+        return train_mlps_stacked(self, x, t, x_val, t_val, seeds=seeds,
+                                  accelerator=accelerator, **overrides)

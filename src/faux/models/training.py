@@ -73,13 +73,16 @@ class TensorBatches:
         out.tensors = tuple(t.to(device) for t in self.tensors)
         return out
 
+    def epoch_order(self) -> torch.Tensor | None:
+        """The row order (CPU) of the next pass, advancing the shuffling generator; None
+        without shuffling. Mini-batch ``b`` of that pass is rows ``order[b*bs:(b+1)*bs]``."""
+        return torch.randperm(self.n, generator=self.generator) if self.shuffle else None
+
     def minibatches(self) -> Iterator[tuple[torch.Tensor, ...]]:
         """One pass of single mini-batches (ignores ``group``)."""
-        if self.shuffle:
-            order = torch.randperm(self.n, generator=self.generator)
+        order = self.epoch_order()
+        if order is not None:
             order = order.to(self.tensors[0].device)
-        else:
-            order = None
         for b in range(self.n_batches()):
             sl = slice(b * self.batch_size, min((b + 1) * self.batch_size, self.n))
             if order is None:
@@ -300,6 +303,22 @@ def fit(module: pl.LightningModule, train: Sequence[torch.Tensor] | Iterable,
         "best_epoch": int(restore.best_epoch) if restore else int(trainer.current_epoch) - 1,
         "best_val_loss": float(restore.best) if restore else float("nan"),
     }
+
+
+def resolve_device(accelerator: str = "auto") -> torch.device:
+    """The torch device of a Lightning ``accelerator`` name, for loops that run outside
+    ``fit``: "auto" is the GPU when one is present, else the CPU."""
+    name = str(accelerator).lower()
+    if name == "cpu":
+        return torch.device("cpu")
+    if name in ("gpu", "cuda") or (name == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            raise ConfigError(f"accelerator={accelerator!r} but no CUDA GPU is available; "
+                              "use accelerator=cpu (or auto)")
+        return torch.device("cuda")
+    if name == "auto":
+        return torch.device("cpu")
+    raise ConfigError(f"accelerator={accelerator!r} is not supported here; use auto, cpu or gpu")
 
 
 # --------------------------------------------------------------------------- input checks

@@ -48,6 +48,7 @@ from scipy.stats import ks_2samp
 
 from faux.errors import ConfigError, DataError
 from faux.models.mlp import MLP
+from faux.models.stacked import StackedMLP
 from faux.models.training import as_binary, as_features, fit, n_params
 
 
@@ -90,51 +91,6 @@ class Generator(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.forward_std((x - self.mean) / self.std) * self.std + self.mean
-
-
-class StackedMLP(torch.nn.Module):
-    """``E`` independent MLPs evaluated in one batched pass: (E, B, d_in) -> (E, B, d_out).
-
-    Built from initialised :class:`MLP` members (so each member starts exactly as the MLP its
-    seed would give); layer ``l`` holds weights (E, in, out) and biases (E, 1, out), applied
-    with ``torch.baddbmm``. Losses summed over members give each member its own gradient, and
-    RMSprop and weight clipping act element by element, so training the stack equals training
-    the members one by one (up to float summation order; tested).
-    """
-
-    def __init__(self, members: list[MLP]):
-        super().__init__()
-        first = members[0]
-        if first.projection is not None:
-            raise ConfigError("StackedMLP does not support input projections")
-        self.shape = (first.d_in, first.width, first.depth, first.d_out)
-        linears = [[m for m in net.modules() if isinstance(m, torch.nn.Linear)] for net in members]
-        self.weights = torch.nn.ParameterList(
-            torch.nn.Parameter(torch.stack([lin[i].weight.detach().T for lin in linears]).contiguous())
-            for i in range(len(linears[0])))
-        self.biases = torch.nn.ParameterList(
-            torch.nn.Parameter(torch.stack([lin[i].bias.detach()[None] for lin in linears]).contiguous())
-            for i in range(len(linears[0])))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        last = len(self.weights) - 1
-        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            x = torch.baddbmm(b, x, w)
-            if i < last:
-                x = torch.relu(x)
-        return x
-
-    def member(self, e: int) -> MLP:
-        """Member ``e`` as a plain :class:`MLP` (a copy)."""
-        d_in, width, depth, d_out = self.shape
-        with torch.random.fork_rng(devices=[]):          # its init is overwritten below:
-            net = MLP(d_in, width, depth, d_out)          # leave the global RNG as it was
-        linears = [m for m in net.modules() if isinstance(m, torch.nn.Linear)]
-        with torch.no_grad():
-            for lin, w, b in zip(linears, self.weights, self.biases):
-                lin.weight.copy_(w[e].T)
-                lin.bias.copy_(b[e, 0])
-        return net
 
 
 class GroupPairSampler:

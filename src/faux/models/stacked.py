@@ -1,0 +1,275 @@
+"""Stacked networks: ``E`` MLPs of one shape trained together as one batched network.
+
+A cell of a study retrains the same recipe once per seed (the aux model's seeds, FlipTest's
+GANs). At batch 64 one optimiser step of a small MLP costs far less than the ~20 operator
+dispatches (and Lightning hooks) around it, so training the seeds one after another is
+mostly overhead. :class:`StackedMLP` holds member ``e``'s layer weights at index ``e`` of
+(E, in, out) tensors and runs every member with one ``torch.baddbmm`` per layer; a loss
+summed over the members gives each member exactly its own gradient, and Adam, RMSprop and
+weight clipping act element by element, so every member trains exactly as it would alone
+(up to float summation order).
+
+:func:`train_mlps_stacked` is :func:`faux.models.mlp.train_mlp` for several seeds at once:
+member ``s`` starts from the initial weights seed ``s`` gives, sees the mini-batches of
+seed ``s``'s own shuffling generator in the same order, and stops early on its own
+validation loss with its own patience. A member that stops leaves the stack: its
+parameters and optimiser state are final (the stack and the Adam state are sliced to the
+members still training, which is exact since Adam's state is per element), and its
+best-epoch weights are restored as the single path restores them. The loop is a plain
+PyTorch loop rather than a Lightning ``fit``: members leave the stack mid-training, which
+rebuilds the optimiser, and Lightning's loop owns its optimisers.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+from torch.nn import functional as F
+
+from faux.errors import ConfigError
+from faux.models.mlp import MLP, MLPSpec, check_classification_data, mlp_accuracy
+from faux.models.training import TensorBatches, n_params, resolve_device
+
+
+class StackedMLP(torch.nn.Module):
+    """``E`` independent MLPs evaluated in one batched pass: (E, B, d_in) -> (E, B, d_out).
+
+    Built from initialised :class:`MLP` members (so each member starts exactly as the MLP its
+    seed would give); layer ``l`` holds weights (E, in, out) and biases (E, 1, out), applied
+    with ``torch.baddbmm``. A 2-D input (B, d_in) is shared by every member. Losses summed
+    over members give each member its own gradient, and RMSprop, Adam and weight clipping act
+    element by element, so training the stack equals training the members one by one (up to
+    float summation order; tested). Members must not have input projections (project the
+    inputs once before the stack instead).
+    """
+
+    def __init__(self, members: list[MLP]):
+        super().__init__()
+        if not members:
+            raise ConfigError("StackedMLP needs at least one member")
+        first = members[0]
+        if any(m.projection is not None for m in members):
+            raise ConfigError("StackedMLP does not support input projections; project the "
+                              "inputs once and stack MLPs without projection")
+        self.shape = (first.d_in, first.width, first.depth, first.d_out)
+        if any((m.d_in, m.width, m.depth, m.d_out) != self.shape for m in members):
+            raise ConfigError("StackedMLP members must share d_in, width, depth and d_out")
+        linears = [[m for m in net.modules() if isinstance(m, torch.nn.Linear)] for net in members]
+        self.weights = torch.nn.ParameterList(
+            torch.nn.Parameter(torch.stack([lin[i].weight.detach().T for lin in linears]).contiguous())
+            for i in range(len(linears[0])))
+        self.biases = torch.nn.ParameterList(
+            torch.nn.Parameter(torch.stack([lin[i].bias.detach()[None] for lin in linears]).contiguous())
+            for i in range(len(linears[0])))
+
+    def __len__(self) -> int:
+        return int(self.weights[0].shape[0])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        last = len(self.weights) - 1
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            x = torch.baddbmm(b, x, w) if x.ndim == 3 else torch.matmul(x, w) + b
+            if i < last:
+                x = torch.relu(x)
+        return x
+
+    def member(self, e: int, projection: torch.Tensor | None = None) -> MLP:
+        """Member ``e`` as a plain :class:`MLP` on the CPU (a copy), optionally with the fixed
+        input ``projection`` its inputs went through before the stack."""
+        d_in, width, depth, d_out = self.shape
+        if projection is not None:
+            d_in = int(projection.shape[1])
+        with torch.random.fork_rng(devices=[]):          # its init is overwritten below:
+            net = MLP(d_in, width, depth, d_out, projection=projection)   # global RNG untouched
+        linears = [m for m in net.modules() if isinstance(m, torch.nn.Linear)]
+        with torch.no_grad():
+            for lin, w, b in zip(linears, self.weights, self.biases):
+                lin.weight.copy_(w[e].T)
+                lin.bias.copy_(b[e, 0])
+        return net
+
+    def load_stacked(self, tensors: list[torch.Tensor]) -> None:
+        """Replace the parameters by ``tensors`` (in ``parameters()`` order; any number of
+        members)."""
+        k = len(self.weights)
+        if len(tensors) != 2 * k:
+            raise ConfigError(f"load_stacked needs {2 * k} tensors, got {len(tensors)}")
+        self.weights = torch.nn.ParameterList(torch.nn.Parameter(w) for w in tensors[:k])
+        self.biases = torch.nn.ParameterList(torch.nn.Parameter(b) for b in tensors[k:])
+
+    def keep(self, rows: torch.Tensor) -> None:
+        """Keep only the members at ``rows`` (in that order): new, smaller parameters."""
+        with torch.no_grad():
+            self.load_stacked([p[rows].clone() for p in self.parameters()])
+
+
+def _keep_members(stack: StackedMLP, opt: torch.optim.Optimizer, rows: torch.Tensor,
+                  make_opt) -> torch.optim.Optimizer:
+    """Slice the stack and its optimiser's per-element state to the members at ``rows``."""
+    old = list(stack.parameters())
+    states = [opt.state.get(p, {}) for p in old]
+    stack.keep(rows)
+    new_opt = make_opt(stack.parameters())
+    for p, state in zip(stack.parameters(), states):
+        new_opt.state[p] = {k: (v[rows].clone() if torch.is_tensor(v) and v.ndim > 0 else
+                                (v.clone() if torch.is_tensor(v) else v))
+                            for k, v in state.items()}
+    return new_opt
+
+
+def _member_losses(stack: StackedMLP, x: torch.Tensor, t: torch.Tensor,
+                   chunk: int) -> torch.Tensor:
+    """Mean BCE of every member on the shared rows ``(x, t)``, in chunks of rows: (E,).
+
+    Chunks are weighted by their size, as Lightning averages ``val_loss`` over batches."""
+    total = None
+    for a in range(0, x.shape[0], chunk):
+        xb, tb = x[a:a + chunk], t[a:a + chunk]
+        out = stack(xb)
+        out = out.squeeze(-1) if tb.ndim == 1 else out
+        loss = F.binary_cross_entropy_with_logits(out, tb.expand(out.shape), reduction="none")
+        part = loss.reshape(loss.shape[0], -1).mean(1) * xb.shape[0]
+        total = part if total is None else total + part
+    return total / x.shape[0]
+
+
+def train_mlp_stack(x, t, x_val=None, t_val=None, *, seeds, width: int = 64, depth: int = 2,
+                    max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
+                    lr: float = 1e-3, projection: torch.Tensor | None = None,
+                    accelerator: str = "auto") -> list[tuple[MLP, dict]]:
+    """``train_mlp(x, t, x_val, t_val, seed=s, ...)`` for every ``s`` in ``seeds``, as one stack.
+
+    Returns one ``(mlp, info)`` per seed, in order, each what ``train_mlp`` returns for that
+    seed (same weights and predictions up to float summation order, same ``epochs`` and
+    ``best_epoch``; tested to 1e-4). ``info`` has the same keys; ``train_time_s`` is the
+    stack's wall time divided by the number of seeds.
+    """
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ConfigError("train_mlp_stack needs at least one seed")
+    if int(max_epochs) < 0 or int(batch_size) < 1 or (patience is not None and int(patience) < 0):
+        raise ConfigError(f"need max_epochs >= 0, batch_size >= 1 and patience >= 0 or None "
+                          f"(got {max_epochs}, {batch_size}, {patience})")
+    x, t, val = check_classification_data(x, t, x_val, t_val)
+    d_out = 1 if t.ndim == 1 else t.shape[1]
+    start = time.perf_counter()
+    device = resolve_device(accelerator)
+    # the projection is a fixed map: apply it to the data once and stack the rest (seed s's
+    # MLP with projection initialises its layers exactly as one without)
+    proj = MLP(x.shape[1], 1, 0, projection=projection).projection if projection is not None else None
+    k = x.shape[1] if proj is None else proj.shape[0]
+    members = []
+    for s in seeds:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(s)
+            members.append(MLP(k, width, depth, d_out))
+    n_par = n_params(members[0])
+    stack = StackedMLP(members).to(device)
+    del members
+
+    def prep(a):
+        return (a @ proj.T if proj is not None else a).to(device)
+
+    xs, ts = prep(x), t.to(device)
+    vx, vt = (prep(val[0]), val[1].to(device)) if val is not None else (None, None)
+    r = len(seeds)
+    batches = [TensorBatches((x,), batch_size=batch_size, seed=s) for s in seeds]
+
+    def make_opt(params):
+        return torch.optim.Adam(params, lr=lr, foreach=True)
+
+    opt = make_opt(stack.parameters())
+    active = list(range(r))                   # member index of each row of the stack
+    epochs = [0] * r
+    best, best_epoch = [float("inf")] * r, [-1] * r        # RestoreBest
+    es_best, wait = [float("inf")] * r, [0] * r            # EarlyStopping
+    with torch.no_grad():
+        best_w = [p.detach().clone() for p in stack.parameters()]   # (R, ...) best weights
+    final: dict[int, list[torch.Tensor]] = {}
+    chunk = max(batch_size, 4096)
+    for epoch in range(int(max_epochs)):
+        if not active:
+            break
+        orders = torch.stack([batches[m].epoch_order() for m in active]).to(device)
+        n = xs.shape[0]
+        for a in range(0, n, batch_size):
+            idx = orders[:, a:a + batch_size]                      # (E, B)
+            out = stack(xs[idx])
+            tb = ts[idx]
+            out = out.squeeze(-1) if tb.ndim == 2 else out
+            loss = F.binary_cross_entropy_with_logits(out, tb, reduction="none")
+            loss = loss.reshape(loss.shape[0], -1).mean(1).sum()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        for m in active:
+            epochs[m] += 1
+        if vx is None:
+            continue
+        with torch.no_grad():
+            losses = _member_losses(stack, vx, vt, chunk).tolist()
+        improved, stopped = [], []
+        for row, (m, v) in enumerate(zip(active, losses)):
+            if v < best[m]:
+                best[m], best_epoch[m] = v, epoch
+                improved.append((row, m))
+            if patience is None:
+                continue
+            if not math.isfinite(v):
+                stopped.append(row)
+            elif v < es_best[m]:
+                es_best[m], wait[m] = v, 0
+            else:
+                wait[m] += 1
+                if wait[m] >= int(patience):
+                    stopped.append(row)
+        if improved:
+            rows = torch.tensor([i for i, _ in improved], device=device)
+            ids = torch.tensor([m for _, m in improved], device=device)
+            with torch.no_grad():
+                for bw, p in zip(best_w, stack.parameters()):
+                    bw[ids] = p[rows]
+        if stopped:
+            for row in stopped:
+                final[active[row]] = [p.detach()[row].clone() for p in stack.parameters()]
+            keep = [row for row in range(len(active)) if row not in stopped]
+            active = [active[row] for row in keep]
+            if active:
+                opt = _keep_members(stack, opt, torch.tensor(keep, device=device), make_opt)
+    for row, m in enumerate(active):
+        final[m] = [p.detach()[row].clone() for p in stack.parameters()]
+    elapsed = time.perf_counter() - start
+    # every member's returned weights: its best validation epoch if it had one, else its last
+    with torch.no_grad():
+        for i in range(len(best_w)):
+            for m in range(r):
+                if best_epoch[m] < 0:
+                    best_w[i][m] = final[m][i]
+    out = []
+    stack.load_stacked([w.cpu() for w in best_w])
+    stack.cpu()
+    xe, te = val if val is not None else (x, t)
+    for m in range(r):
+        net = stack.member(m, projection=proj).eval()
+        run = {"epochs": epochs[m],
+               "best_epoch": best_epoch[m] if val is not None else epochs[m] - 1,
+               "best_val_loss": best[m] if val is not None else float("nan")}
+        info = {"accuracy": mlp_accuracy(net, xe, te), "n_params": n_par,
+                "train_time_s": elapsed / r, **run}
+        out.append((net, info))
+    return out
+
+
+def train_mlps_stacked(spec: MLPSpec, x, t, x_val=None, t_val=None, *, seeds,
+                       accelerator: str = "auto", **overrides) -> list[tuple[MLP, dict]]:
+    """``[spec.train(x, t, x_val, t_val, seed=s) for s in seeds]``, trained as one stack.
+
+    Each element is what ``spec.train`` returns for that seed (up to float summation order;
+    same ``info`` keys), so callers can cache each member under its own key.
+    """
+    kw = {"width": spec.width, "depth": spec.depth, "max_epochs": spec.max_epochs,
+          "patience": spec.patience, "batch_size": spec.batch_size, "lr": spec.lr}
+    kw.update(overrides)
+    return train_mlp_stack(x, t, x_val, t_val, seeds=seeds, accelerator=accelerator, **kw)
