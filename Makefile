@@ -91,3 +91,7 @@ fig8: install ## Figure 8: IFS histograms by bias (outputs/figures/fig8.png, out
 
 clean: ## remove outputs (runs, results, figures, cache); never the data root
 	rm -rf outputs/* .pytest_cache
+
+.PHONY: docs
+docs: install ## docs/figures/: small PNGs and tables naming command and profile, from outputs/ (ONLY=table1,fig4 for some)
+	$(PY) scripts/make_docs.py $(if $(ONLY),--only $(ONLY))

@@ -1,0 +1,146 @@
+"""scripts/make_docs.py on fabricated minimal outputs: small PNGs, snippets naming the command
+and profile, and one line naming a missing study and its make target."""
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def make_docs():
+    spec = importlib.util.spec_from_file_location("make_docs", ROOT / "scripts" / "make_docs.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["make_docs"] = mod          # dataclasses look their module up by name
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _job(folder: Path, profile: str, overrides: list[str], mtime: float) -> None:
+    (folder / ".hydra").mkdir(parents=True)
+    (folder / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+    res = folder / "result.json"
+    res.write_text(json.dumps({"status": "ok", "job": "x", "config_hash": "h",
+                               "config": {"profile": {"name": profile}}, "metrics": {},
+                               "timings": {"wall_s": 1.0}}))
+    os.utime(res, (mtime, mtime))
+
+
+def _png(path: Path, w: int, h: int, noise: bool) -> None:
+    """A smooth image (compresses well), or noise (only a smaller size gets it < 200 KB)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if noise:
+        px = np.random.default_rng(0).integers(0, 256, (h, w, 3), dtype=np.uint8)
+    else:
+        x = np.linspace(0, 255, w, dtype=np.float32)[None, :, None]
+        y = np.linspace(0, 255, h, dtype=np.float32)[:, None, None]
+        px = np.broadcast_to((x + y) / 2, (h, w, 3)).astype(np.uint8)
+    Image.fromarray(px).save(path)
+
+
+@pytest.fixture
+def outputs(tmp_path) -> Path:
+    out = tmp_path / "outputs"
+    res = out / "results"
+    res.mkdir(parents=True)
+    t0 = 1_700_000_000.0
+    # Table 1: a quick sweep, then a paper sweep with an extra override; results after both
+    for i, m in enumerate(("faux", "fta")):
+        _job(out / "table1/multiruns/quick" / str(i), "quick",
+             [f"method={m}", "column=Synthetic-1", "experiment=table1", "profile=quick",
+              "logger=csv"], t0)
+        _job(out / "table1/multiruns/paper" / str(i), "paper",
+             [f"method={m}", "column=Synthetic-1", "experiment=table1", "profile=paper",
+              "logger=csv", "profile.gan_steps=2000"], t0 + 100)
+    # what Hydra saves beside a sweep: the command line's overrides (the quick sweep's
+    # multirun.yaml is absent: the overrides all its jobs share stand in)
+    (out / "table1/multiruns/paper/multirun.yaml").write_text(yaml.safe_dump(
+        {"hydra": {"overrides": {"task": ["experiment=table1", "profile=paper", "logger=csv",
+                                          "profile.gan_steps=2000"]}}}))
+    (res / "table1.md").write_text("| method | Synthetic-1 |\n|---|---|\n| fAux | 0.9 / 0.3 |\n")
+    (res / "table1.csv").write_text("column,method,ap_mean\nSynthetic-1,faux,0.9\n")
+    os.utime(res / "table1.md", (t0 + 200, t0 + 200))
+    # Fig. 11: one sweep, a big figure
+    _job(out / "fig11/multiruns/quick/0", "quick", ["transport_weight=0.1", "experiment=fig11",
+                                                   "profile=quick"], t0)
+    _job(out / "fig11/multiruns/quick/1", "quick", ["transport_weight=1.0", "experiment=fig11",
+                                                   "profile=quick"], t0)
+    (res / "fig11.md").write_text("Spearman AP vs KS: -0.5\n")
+    _png(out / "figures" / "fig11.png", 2400, 1600, noise=False)
+    # Fig. 8: a single run (not a multirun), results from its csv
+    _job(out / "fig8/runs/2026-01-01_00-00-00", "tiny", ["experiment=fig8", "profile=tiny"], t0)
+    (res / "fig8.csv").write_text("fusion,bias,ifs_mean\nouter,0.5,0.0123456\n")
+    _png(out / "figures" / "fig8.png", 600, 400, noise=True)
+    return out
+
+
+def test_snippets_pngs_and_provenance(make_docs, outputs, tmp_path, capsys):
+    docs = tmp_path / "docs" / "figures"
+    rc = make_docs.main(["--outputs", str(outputs), "--out", str(docs),
+                         "--only", "table1,fig11,fig8"])
+    assert rc == 0, capsys.readouterr().err
+    t1 = (docs / "table1.md").read_text()
+    # the paper sweep made these results (its last job is the latest before them)
+    assert "Made by `make table1 PROFILE=paper ARGS=profile.gan_steps=2000` (profile `paper`, " \
+           "2 job(s)" in t1
+    assert "| fAux | 0.9 / 0.3 |" in t1
+    f11 = (docs / "fig11.md").read_text()
+    assert "`make fig11 PROFILE=quick`" in f11 and "![" in f11 and "(fig11.png)" in f11
+    png = docs / "fig11.png"
+    assert png.stat().st_size < 200_000
+    with Image.open(png) as im:
+        assert im.width <= 1000 and abs(im.width / im.height - 1.5) < 0.02
+    f8 = (docs / "fig8.md").read_text()
+    assert "`make fig8 PROFILE=tiny`" in f8 and "| outer | 0.5 | 0.01235 |" in f8
+    assert (outputs / "figures" / "fig8.png").stat().st_size > 200_000
+    assert (docs / "fig8.png").stat().st_size < 200_000
+    with Image.open(docs / "fig8.png") as im:        # noise: made narrower, same aspect
+        assert im.width < 600 and abs(im.width / im.height - 1.5) < 0.02
+    index = (docs / "README.md").read_text()
+    for name in ("table1", "fig11", "fig8"):
+        assert f"]({name}.md)" in index
+    assert "(profile `paper`)" in index and "fig4.md" not in index
+
+
+def test_results_older_than_the_paper_sweep_are_the_quick_ones(make_docs, outputs, tmp_path):
+    res = outputs / "results" / "table1.md"
+    t = 1_700_000_000.0 + 50        # aggregated after the quick sweep, before the paper one
+    os.utime(res, (t, t))
+    os.utime(outputs / "table1/multiruns/paper/0/result.json", (t + 5000, t + 5000))
+    os.utime(outputs / "table1/multiruns/paper/1/result.json", (t + 5000, t + 5000))
+    prov = make_docs.provenance(make_docs.BY_NAME["table1"], outputs, outputs / "results")
+    assert prov.profile == "quick"
+    assert prov.command == "make table1 PROFILE=quick ARGS=column=Synthetic-1"
+
+
+def test_missing_study_is_one_line_naming_its_target(make_docs, outputs, tmp_path, capsys):
+    docs = tmp_path / "docs" / "figures"
+    rc = make_docs.main(["--outputs", str(outputs), "--out", str(docs),
+                         "--only", "table1,fig5"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert err.startswith("error: no results for fig5") and "`make fig5`" in err
+    assert not docs.exists()                          # nothing written when a study is absent
+    rc = make_docs.main(["--outputs", str(outputs), "--out", str(docs)])   # all studies
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1
+    for name in ("fig4", "table3", "table4", "fig5"):
+        assert name in err
+    assert "make fig4 table3 table4 fig5" in err
+
+
+def test_results_without_any_sweep_name_the_target(make_docs, tmp_path, capsys):
+    out = tmp_path / "outputs"
+    (out / "results").mkdir(parents=True)
+    (out / "results" / "table1.md").write_text("x\n")
+    rc = make_docs.main(["--outputs", str(out), "--out", str(tmp_path / "d"), "--only", "table1"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "make table1" in err and len(err.splitlines()) == 1
