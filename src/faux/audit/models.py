@@ -42,7 +42,9 @@ PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".sav")
 
 
 def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())[:200]
+    """The error's last non-empty line (TorchScript puts its traceback first), shortened."""
+    lines = [ln for ln in str(err).splitlines() if ln.strip()] or [type(err).__name__]
+    return " ".join(lines[-1].split())[:200]
 
 
 class TwoLogits(nn.Module):
@@ -124,7 +126,7 @@ def _logit_module(module: nn.Module, d: int | None) -> nn.Module:
         try:
             out = module(torch.zeros(2, d))
         except Exception as err:
-            raise DataError(f"calling the torch model on rows of {d} features failed "
+            raise DataError(f"the torch model fails on rows of {d} features "
                             f"({_one_line(err)}); pass the features it was trained on, in its "
                             "column order (--features)") from err
     if not isinstance(out, torch.Tensor):
