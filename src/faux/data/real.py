@@ -13,6 +13,10 @@ from inside the installed package). The steps, in order:
 5. standardise the continuous columns with the TRAIN split's mean and std (one-hot and other
    0/1 columns are left as they are).
 
+Each dataset is one :class:`RealSpec` in ``SPECS`` (raw files and their sources, the reader,
+the aif360 arguments with the protected attribute and the label rule, labels of c and y); a
+new dataset is one reader function and one ``RealSpec`` entry (and a ``conf/data`` file).
+
 Encodings (1 = aif360's "privileged" value; the label 1 is the positive class):
 
 * ``adult``: ``c = sex`` (1 = Male, 0 = Female); ``y = income > 50K``. aif360 also maps
@@ -38,6 +42,7 @@ import shutil
 import tempfile
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,8 +52,6 @@ import pandas as pd
 from faux.data.splits import check_fractions, split_indices
 from faux.errors import DataError
 from faux.paths import data_root
-
-REAL_DATASETS = ("adult", "bank", "ssl")
 
 UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases"
 ADULT_URLS = {"adult.data": f"{UCI}/adult/adult.data", "adult.test": f"{UCI}/adult/adult.test"}
@@ -164,19 +167,13 @@ class RealData:
 def raw_paths(name: str, root=None) -> list[Path]:
     """The raw files a dataset is read from (for ``ssl``: the folder holding the CSV)."""
     base = data_root(root)
-    if name == "adult":
-        return [base / "aif360" / "adult" / f for f in ADULT_URLS]
-    if name == "bank":
-        return [base / "aif360" / "bank" / BANK_FILE]
-    if name == "ssl":
-        return [base / "ssl"]
-    raise DataError(f"unknown real dataset {name!r}; choose one of {', '.join(REAL_DATASETS)}")
+    return [base / f for f in spec(name).files]
 
 
 def is_present(name: str, root=None) -> bool:
     """Whether the raw file(s) of ``name`` exist locally (no download, no parsing)."""
-    if name == "ssl":
-        return bool(_ssl_candidates(raw_paths("ssl", root)[0]))
+    if spec(name).user_file:
+        return bool(_ssl_candidates(raw_paths(name, root)[0]))
     return all(p.is_file() for p in raw_paths(name, root))
 
 
@@ -216,12 +213,12 @@ def _ensure_raw(name: str, root, download: bool) -> list[Path]:
     for path in paths:
         if path.is_file():
             continue
-        url = ADULT_URLS.get(path.name, BANK_ZIP_URL)
+        url = spec(name).urls[path.name]
         if not download:
             raise DataError(f"{name}: raw file {path.name} not found at {path}; set FAUX_DATA_DIR "
                             f"or place the file there (source: {url})")
         try:
-            if name == "bank":
+            if url.endswith(".zip"):
                 _download_bank(path)
             else:
                 _fetch(url, path)
@@ -300,7 +297,7 @@ def _ssl_candidates(folder: Path) -> list[Path]:
 
 def ssl_path(root=None) -> Path:
     """The one SSL CSV in ``<data root>/ssl/``."""
-    folder = raw_paths("ssl", root)[0]
+    folder = data_root(root) / "ssl"
     found = _ssl_candidates(folder)
     if not found:
         raise DataError(f"no SSL CSV in {folder}; {SSL_HINT}")
@@ -395,52 +392,74 @@ def _standard_dataset(df: pd.DataFrame, **kw):
 
 def aif360_kwargs(name: str) -> dict:
     """The ``StandardDataset`` arguments used for ``name`` (aif360's defaults, but see module doc)."""
-    if name == "adult":
-        return dict(label_name="income-per-year", favorable_classes=[">50K", ">50K."],
-                    protected_attribute_names=["race", "sex"],
-                    privileged_classes=[["White"], ["Male"]],
-                    categorical_features=list(ADULT_CATEGORICAL), features_to_keep=[],
-                    features_to_drop=["fnlwgt"], na_values=["?"])
-    if name == "bank":
-        return dict(label_name="y", favorable_classes=["yes"],
-                    protected_attribute_names=["age"], privileged_classes=[_bank_privileged],
-                    categorical_features=list(BANK_CATEGORICAL), features_to_keep=[],
-                    features_to_drop=[], na_values=["unknown"])
-    if name == "ssl":
-        return dict(label_name=SSL_SCORE, favorable_classes=_ssl_high_risk,
-                    protected_attribute_names=[SSL_RACE], privileged_classes=[["WHI"]],
-                    categorical_features=[SSL_SEX], features_to_keep=[], features_to_drop=[],
-                    na_values=[])
-    raise DataError(f"unknown real dataset {name!r}; choose one of {', '.join(REAL_DATASETS)}")
-
-
-_META = {
-    "adult": ("sex", ("Female", "Male"), ("income <=50K", "income >50K")),
-    "bank": ("age", (f"age < {BANK_AGE_THRESHOLD}", f"age >= {BANK_AGE_THRESHOLD}"),
-             ("no deposit", "deposit")),
-    "ssl": (SSL_RACE, ("Black (BLK)", "White (WHI)"),
-            (f"SSL score < {SSL_THRESHOLD:g}", f"SSL score >= {SSL_THRESHOLD:g}")),
-}
+    return dict(spec(name).aif360)
 
 
 def aif360_dataset(name: str, root=None, download: bool = True):
     """The aif360 ``StandardDataset`` of ``name``, before ``c`` is removed and rows are split."""
-    if name == "adult":
-        df = read_adult_frame(root, download)
-    elif name == "bank":
-        df = read_bank_frame(root, download)
-    elif name == "ssl":
-        df = read_ssl_frame(root)
-    else:
-        raise DataError(f"unknown real dataset {name!r}; choose one of {', '.join(REAL_DATASETS)}")
-    return _standard_dataset(df, **aif360_kwargs(name))
+    sp = spec(name)
+    df = sp.read(root) if sp.user_file else sp.read(root, download)
+    return _standard_dataset(df, **sp.aif360)
+
+
+# ----------------------------------------------------------------------------- the datasets
+
+
+@dataclass(frozen=True)
+class RealSpec:
+    """Everything faux knows about one real dataset, in one place."""
+
+    name: str
+    files: tuple[str, ...]          # raw files under the data root (a folder: a user's CSV)
+    urls: dict                      # raw file name -> where a missing one is downloaded from
+    read: Callable                  # (root, download) -> the raw DataFrame (user file: root)
+    aif360: dict                    # StandardDataset arguments (label rule, protected, ...)
+    protected: str                  # the aif360 column that becomes c
+    c_labels: tuple[str, str]       # meaning of c = 0, c = 1
+    y_labels: tuple[str, str]
+    user_file: bool = False         # a CSV the user places (never downloaded)
+
+
+SPECS: dict[str, RealSpec] = {s.name: s for s in (
+    RealSpec("adult", tuple(f"aif360/adult/{f}" for f in ADULT_URLS), ADULT_URLS,
+             read_adult_frame,
+             dict(label_name="income-per-year", favorable_classes=[">50K", ">50K."],
+                  protected_attribute_names=["race", "sex"],
+                  privileged_classes=[["White"], ["Male"]],
+                  categorical_features=list(ADULT_CATEGORICAL), features_to_keep=[],
+                  features_to_drop=["fnlwgt"], na_values=["?"]),
+             "sex", ("Female", "Male"), ("income <=50K", "income >50K")),
+    RealSpec("bank", (f"aif360/bank/{BANK_FILE}",), {BANK_FILE: BANK_ZIP_URL}, read_bank_frame,
+             dict(label_name="y", favorable_classes=["yes"], protected_attribute_names=["age"],
+                  privileged_classes=[_bank_privileged],
+                  categorical_features=list(BANK_CATEGORICAL), features_to_keep=[],
+                  features_to_drop=[], na_values=["unknown"]),
+             "age", (f"age < {BANK_AGE_THRESHOLD}", f"age >= {BANK_AGE_THRESHOLD}"),
+             ("no deposit", "deposit")),
+    RealSpec("ssl", ("ssl",), {}, read_ssl_frame,
+             dict(label_name=SSL_SCORE, favorable_classes=_ssl_high_risk,
+                  protected_attribute_names=[SSL_RACE], privileged_classes=[["WHI"]],
+                  categorical_features=[SSL_SEX], features_to_keep=[], features_to_drop=[],
+                  na_values=[]),
+             SSL_RACE, ("Black (BLK)", "White (WHI)"),
+             (f"SSL score < {SSL_THRESHOLD:g}", f"SSL score >= {SSL_THRESHOLD:g}"),
+             user_file=True),
+)}
+REAL_DATASETS = tuple(SPECS)
+
+
+def spec(name: str) -> RealSpec:
+    """The spec of a real dataset; DataError listing the valid names for any other."""
+    if name not in SPECS:
+        raise DataError(f"unknown real dataset {name!r}; choose one of {', '.join(SPECS)}")
+    return SPECS[name]
 
 
 def _table_from_aif360(name: str, ds) -> RealTable:
-    protected, c_labels, y_labels = _META[name]
+    sp = spec(name)
+    protected, c_labels, y_labels = sp.protected, sp.c_labels, sp.y_labels
     names = list(ds.feature_names)
-    kw = aif360_kwargs(name)
-    categorical = tuple(kw["categorical_features"])
+    categorical = tuple(sp.aif360["categorical_features"])
     keep = [j for j, n in enumerate(names) if n != protected]
     X = np.asarray(ds.features, dtype=np.float64)[:, keep]
     feature_names = tuple(names[j] for j in keep)
@@ -469,7 +488,7 @@ _TABLES: dict[tuple, RealTable] = {}
 
 
 def _signature(name: str, root) -> tuple:
-    paths = [ssl_path(root)] if name == "ssl" else raw_paths(name, root)
+    paths = [ssl_path(root)] if spec(name).user_file else raw_paths(name, root)
     sig = []
     for p in paths:
         st = p.stat() if p.is_file() else None
@@ -479,9 +498,7 @@ def _signature(name: str, root) -> tuple:
 
 def load_table(name: str, root=None, download: bool = True) -> RealTable:
     """The whole preprocessed table (cached per file path, size and mtime; arrays read-only)."""
-    if name not in REAL_DATASETS:
-        raise DataError(f"unknown real dataset {name!r}; choose one of {', '.join(REAL_DATASETS)}")
-    if name != "ssl":
+    if not spec(name).user_file:
         _ensure_raw(name, root, download)
     key = _signature(name, root)
     if key not in _TABLES:

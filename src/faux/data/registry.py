@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from faux.data.pmlb_data import KNOWN_PMLB, load_pmlb, pmlb_path
-from faux.data.real import REAL_DATASETS, is_present, load_real, load_table, raw_paths
+from faux.data.real import REAL_DATASETS, is_present, load_real, load_table, raw_paths, spec
 from faux.errors import DataError
 
 #: every dataset name ``load`` and ``describe`` accept, PMLB first.
@@ -51,7 +51,7 @@ def describe(name: str, root=None) -> dict:
     paths = raw_paths(name, root)
     out = dict(name=name, kind=k, present=is_present(name, root), n_rows=None, n_features=None,
                positive_rate=None, protected=None, protected_rate=None,
-               path=str(paths[0].parent if name != "ssl" else paths[0]))
+               path=str(paths[0] if spec(name).user_file else paths[0].parent))
     if out["present"]:
         table = load_table(name, root=root, download=False)
         out.update(n_rows=table.n_rows, n_features=table.n_features,
