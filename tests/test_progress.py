@@ -13,7 +13,14 @@ from types import SimpleNamespace
 import pytest
 from omegaconf import OmegaConf
 
-from faux.progress import SweepProgress, Tally, cell_name, headline, read_events
+from faux.progress import (
+    SweepProgress,
+    Tally,
+    cell_name,
+    expand_sweep,
+    headline,
+    read_events,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRESS_LINE = re.compile(r"^\[(\d+)/(\d+)\] (\S+) (ok|cached|skipped|failed) ([\d.]+)s")
@@ -125,6 +132,22 @@ def test_eta_from_finished_durations():
     t.parallel = None      # observed concurrency: 10 s of work in 5 s of wall time
     assert t.eta(now=5.0) == pytest.approx(17.5)
     assert Tally(total=3, started=0.0).eta(now=1.0) is None      # nothing computed yet
+
+
+def test_expand_sweep_params_and_command_line():
+    """The sweeper's params crossed with the command line's sweeps, as Hydra expands them."""
+    cfg = OmegaConf.create({"hydra": {
+        "sweeper": {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper",
+                    "params": {"column": "S1,S2,S3", "method": "a,b"}},
+        "overrides": {"task": ["experiment=t", "column=S2,S4", "seed=0,1,2"]}}})
+    jobs, swept = expand_sweep(cfg)
+    assert swept == ["column", "method", "seed"] and len(jobs) == 2 * 2 * 3
+    assert cell_name(jobs[0], swept) == "S2/a/0" and cell_name(jobs[-1], swept) == "S4/b/2"
+    cfg.hydra.overrides.task.append("column=S1")        # a plain value ends the column sweep
+    jobs, swept = expand_sweep(cfg)
+    assert swept == ["method", "seed"] and len(jobs) == 6
+    cfg.hydra.sweeper._target_ = "hydra_plugins.optuna.OptunaSweeper"
+    assert expand_sweep(cfg) == (None, [])
 
 
 def test_cell_name_and_headlines():

@@ -167,8 +167,9 @@ def expand_sweep(cfg: DictConfig) -> tuple[list[list[str]] | None, list[str]]:
     swept = []
     for o in overrides:
         key = o.get_key_element()
-        if o.is_sweep_override() and key not in swept:
-            swept.append(key)
+        if o.is_sweep_override():
+            if key not in swept:
+                swept.append(key)
         elif key in swept:          # a later plain value replaces an earlier sweep
             swept.remove(key)
     return jobs, swept
@@ -404,7 +405,9 @@ class SweepProgress(Callback):
                  "headline": headline(result) if result and status != "failed" else "",
                  "error": error, "log": str(logs[0] if logs else out), "dir": str(out),
                  "finished": time.time()}
-        write_event(out.parent / EVENTS_DIR, event)
+        # the sweep folder as this job resolved it (Hydra copies the launcher's resolved
+        # values, ${now:} included, into every job's config)
+        write_event(Path(str(config.hydra.sweep.dir)) / EVENTS_DIR, event)
 
     # ---- launcher side ----
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
