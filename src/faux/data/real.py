@@ -92,13 +92,9 @@ SSL_HINT = ("download the 'Strategic Subject List - Historical' export (dataset 
 
 
 @dataclass(frozen=True, eq=False)
-class RealTable:
-    """The whole preprocessed table before splitting; ``X`` is float64 and NOT standardised."""
+class _Encoding:
+    """What a real table's columns mean (shared by the whole table and its splits)."""
 
-    name: str
-    X: np.ndarray
-    y: np.ndarray
-    c: np.ndarray
     feature_names: tuple[str, ...]
     feature_groups: tuple[str, ...]
     protected: str
@@ -107,6 +103,18 @@ class RealTable:
     c_labels: tuple[str, str]
     y_labels: tuple[str, str]
 
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class RealTable(_Encoding):
+    """The whole preprocessed table before splitting; ``X`` is float64 and NOT standardised."""
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    c: np.ndarray
+
+    # (duplicates) the same two properties as faux.data.pmlb_data.TabularData: two tables
+    # of different kinds, each a handful of lines
     @property
     def n_rows(self) -> int:
         return int(self.X.shape[0])
@@ -116,8 +124,8 @@ class RealTable:
         return int(self.X.shape[1])
 
 
-@dataclass(frozen=True, eq=False)
-class RealData:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class RealData(_Encoding):
     """A split, encoded real dataset.
 
     ``X_*`` float32 (continuous columns standardised with train statistics ``mean``/``scale``,
@@ -137,13 +145,6 @@ class RealData:
     c_train: np.ndarray
     c_val: np.ndarray
     c_test: np.ndarray
-    feature_names: tuple[str, ...]
-    feature_groups: tuple[str, ...]
-    protected: str
-    categorical: tuple[str, ...]
-    continuous: tuple[str, ...]
-    c_labels: tuple[str, str]
-    y_labels: tuple[str, str]
     mean: np.ndarray
     scale: np.ndarray
     train_idx: np.ndarray

@@ -246,16 +246,17 @@ def apply_weights(g: torch.Tensor, w: torch.Tensor | None) -> torch.Tensor:
 
 
 def input_gradients(model: nn.Module, x: torch.Tensor, output: str = "logit",
-                    batch_size: int = DEFAULT_BATCH_SIZE) -> torch.Tensor:
+                    batch_size: int = DEFAULT_BATCH_SIZE, name: str = "model") -> torch.Tensor:
     """Per-row input gradients of ``model``: ``(n, d)``, or ``(n, k, d)`` for k > 1 outputs.
 
     ``output="logit"`` differentiates the logit, ``"prob"`` its sigmoid. Detached result,
-    same dtype/device as ``x``. Raises FauxError for non-finite outputs or gradients.
+    same dtype/device as ``x``. Raises FauxError for non-finite outputs or gradients (``name``
+    names the model in errors).
     """
     x = check_x(x)
     check_output(output)
     b = check_batch_size(batch_size)
-    check_model(model, x, "model")
+    check_model(model, x, name)
     with scoring_mode(model):
-        g = apply_weights(*input_grads(model, x, output, b, "model"))
+        g = apply_weights(*input_grads(model, x, output, b, name))
     return g[:, 0] if g.shape[1] == 1 else g

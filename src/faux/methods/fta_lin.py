@@ -90,7 +90,32 @@ def sensitive_subspace(x, c, *, seed: int = 0, C: float = 1.0, solver: str = "lb
     return torch.as_tensor(V, dtype=x.dtype, device=x.device)
 
 
-class FTALin:
+class SubspaceMetric:
+    """A fair metric learnt from (x, c): the sensitive subspace spanned by the coefficients of
+    logistic regressions predicting c (``sensitive_subspace``). Shared by FTA + lin. aux and
+    Unfair Map: ``fit(x, c, seed)`` learns it, ``_basis(x)`` returns it for ``x``."""
+
+    def _metric_settings(self, C: float, solver: str, max_iter: int, batch_size: int) -> None:
+        self.C, self.solver, self.max_iter = float(C), solver, int(max_iter)
+        self.batch_size = int(batch_size)
+        self.V: torch.Tensor | None = None
+
+    def fit(self, x, c, y=None, seed: int = 0):
+        """Fit the logistic regression(s) of ``c`` on ``x``; ``y`` is unused."""
+        self.V = sensitive_subspace(x, c, seed=seed, C=self.C, solver=self.solver,
+                                    max_iter=self.max_iter)
+        return self
+
+    def _basis(self, x: torch.Tensor) -> torch.Tensor:
+        if self.V is None:
+            raise ConfigError(f"{type(self).__name__} used before fit; call fit(x, c) first")
+        if self.V.shape[1] != x.shape[1]:
+            raise DataError(f"x has {x.shape[1]} columns but the fair metric was fitted on "
+                            f"{self.V.shape[1]}; pass the features used in fit")
+        return self.V.to(device=x.device, dtype=x.dtype)
+
+
+class FTALin(SubspaceMetric):
     """FTA under the fair metric of a linear aux; ``fit(x, c)`` then ``score(target, x)``."""
 
     def __init__(self, norm: str = "projection", p: float = 2.0, output: str = "prob",
@@ -101,23 +126,7 @@ class FTALin:
         if not p >= 1:
             raise ConfigError(f"p must be >= 1 (a norm), got {p}")
         self.norm, self.p, self.output = norm, float(p), check_output(output)
-        self.C, self.solver, self.max_iter = float(C), solver, int(max_iter)
-        self.batch_size = int(batch_size)
-        self.V: torch.Tensor | None = None
-
-    def fit(self, x, c, y=None, seed: int = 0) -> FTALin:
-        """Fit the logistic regression(s) of ``c`` on ``x``; ``y`` is unused."""
-        self.V = sensitive_subspace(x, c, seed=seed, C=self.C, solver=self.solver,
-                                    max_iter=self.max_iter)
-        return self
-
-    def _basis(self, x: torch.Tensor) -> torch.Tensor:
-        if self.V is None:
-            raise ConfigError("FTALin.score called before fit; call fit(x, c) first")
-        if self.V.shape[1] != x.shape[1]:
-            raise DataError(f"x has {x.shape[1]} columns but the fair metric was fitted on "
-                            f"{self.V.shape[1]}; pass the features used in fit")
-        return self.V.to(device=x.device, dtype=x.dtype)
+        self._metric_settings(C, solver, max_iter, batch_size)
 
     def weights(self) -> torch.Tensor:
         """Per-feature weights ``w_i = ||V[:, i]||`` of ``norm="weighted"``."""

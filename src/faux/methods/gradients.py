@@ -49,21 +49,19 @@ import torch
 from torch import nn
 
 from faux.errors import ConfigError, FauxError
-from faux.methods.autograd import (  # noqa: F401  (re-exported: the public scoring helpers)
+
+# (duplicates) the helpers of the shared autograd core; ig.py, transparency.py import the same
+# names from it, so these import lists repeat: a list of names, nothing to factor
+from faux.methods.autograd import (  # noqa: F401  (public)
     DEFAULT_BATCH_SIZE,
-    OUTPUTS,
-    NonFiniteCounter,
     apply_weights,
     check_batch_size,
     check_model,
     check_output,
     check_x,
-    forward_logits,
-    grads_of_outputs,
     input_gradients,
     input_grads,
     nonfinite_rows,
-    output_weights,
     scoring_mode,
 )
 from faux.methods.ig import ig_attributions

@@ -11,16 +11,7 @@ import torch
 from torch import nn
 
 from faux.errors import DataError, FauxError
-from faux.methods.autograd import (
-    DEFAULT_BATCH_SIZE,
-    apply_weights,
-    check_batch_size,
-    check_model,
-    check_output,
-    check_x,
-    input_grads,
-    scoring_mode,
-)
+from faux.methods.autograd import DEFAULT_BATCH_SIZE, check_x, input_gradients
 
 
 def lic_ub(target: nn.Module, x: torch.Tensor, dx_dc: torch.Tensor, output: str = "prob",
@@ -31,9 +22,6 @@ def lic_ub(target: nn.Module, x: torch.Tensor, dx_dc: torch.Tensor, output: str 
     infinity norm over k, as in eq. 5). ``output`` as in ``faux.score`` (default "prob").
     """
     x = check_x(x)
-    check_output(output)
-    b = check_batch_size(batch_size)
-    check_model(target, x, "target")
     v = torch.as_tensor(dx_dc, dtype=x.dtype, device=x.device).detach()
     if v.ndim == 2:
         v = v.unsqueeze(1)
@@ -42,9 +30,8 @@ def lic_ub(target: nn.Module, x: torch.Tensor, dx_dc: torch.Tensor, output: str 
                         f"{tuple(x.shape)}; pass dx/dc of shape (n, d) or (n, k, d)")
     if not bool(torch.isfinite(v).all()):
         raise DataError("dx_dc has non-finite values; check the sampler's decoder derivative")
-    with scoring_mode(target):
-        g = apply_weights(*input_grads(target, x, output, b, "target"))
-    if g.shape[1] != 1:
+    g = input_gradients(target, x, output, batch_size, name="target")
+    if g.ndim == 3:
         raise FauxError(f"the target model returned {g.shape[1]} outputs per row; it must "
                         "return one logit per row, shape (n,) or (n, 1)")
-    return (v @ g[:, 0].unsqueeze(2)).squeeze(2).abs().amax(dim=1)
+    return (v @ g.unsqueeze(2)).squeeze(2).abs().amax(dim=1)

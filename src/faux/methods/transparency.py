@@ -17,6 +17,8 @@ import torch
 from torch import nn
 
 from faux.errors import ConfigError, DataError
+
+# (duplicates) the same helpers of the autograd core as gradients.py imports
 from faux.methods.autograd import (
     DEFAULT_BATCH_SIZE,
     apply_weights,

@@ -33,12 +33,12 @@ from torch.nn import functional as F
 
 from faux.errors import ConfigError, DataError
 from faux.methods.autograd import check_model, check_x, forward_logits, scoring_mode
-from faux.methods.fta_lin import sensitive_subspace
+from faux.methods.fta_lin import SubspaceMetric
 
 SCORES = ("ratio", "difference")
 
 
-class UnfairMap:
+class UnfairMap(SubspaceMetric):
     """``fit(x, c, seed)`` learns the sensitive subspace; ``score(target, x, y)`` attacks."""
 
     def __init__(self, steps: int = 200, lr: float = 1e-2, reg: float = 25.0,
@@ -50,23 +50,7 @@ class UnfairMap:
         if score not in SCORES:
             raise ConfigError(f"score={score!r} is not one of {list(SCORES)}")
         self.steps, self.lr, self.reg, self.score_kind = int(steps), float(lr), float(reg), score
-        self.C, self.solver, self.max_iter = float(C), solver, int(max_iter)
-        self.batch_size = int(batch_size)
-        self.V: torch.Tensor | None = None
-
-    def fit(self, x, c, y=None, seed: int = 0) -> UnfairMap:
-        """Fit the logistic regression(s) of ``c`` on ``x`` (``y`` unused)."""
-        self.V = sensitive_subspace(x, c, seed=seed, C=self.C, solver=self.solver,
-                                    max_iter=self.max_iter)
-        return self
-
-    def _basis(self, x: torch.Tensor) -> torch.Tensor:
-        if self.V is None:
-            raise ConfigError("UnfairMap used before fit; call fit(x, c) first")
-        if self.V.shape[1] != x.shape[1]:
-            raise DataError(f"x has {x.shape[1]} columns but the fair metric was fitted on "
-                            f"{self.V.shape[1]}; pass the features used in fit")
-        return self.V.to(device=x.device, dtype=x.dtype)
+        self._metric_settings(C, solver, max_iter, batch_size)
 
     def _labels(self, y, n: int, x: torch.Tensor) -> torch.Tensor | None:
         if y is None:

@@ -25,6 +25,7 @@ from faux.reports.base import Report, fmt, write_tables
 from faux.reports.real_sweep import (
     DATASET_LABELS,
     RealSweep,
+    dataset_cells,
     finish,
     method_names,
     ms,
@@ -166,15 +167,8 @@ def _fig4_md(frame: pd.DataFrame, models: pd.DataFrame) -> str:
            "| method | " + " | ".join(DATASET_LABELS.get(d, d) for d in ds) + " |\n",
            "|---|" + "---|" * len(ds) + "\n"]
     for method in dict.fromkeys(frame["method"]):
-        cells = []
-        for d in ds:
-            sub = frame[(frame.dataset == d) & (frame.method == method)]
-            if sub.empty:
-                cells.append("—")
-                continue
-            r = sub.iloc[0]
-            cells.append(f"{fmt(r.auroc, r.auroc_std)} ({r.median_unfair:.3g} / "
-                         f"{r.median_fair:.3g})")
+        cells = dataset_cells(frame, ds, method, lambda r: (
+            f"{fmt(r.auroc, r.auroc_std)} ({r.median_unfair:.3g} / {r.median_fair:.3g})"))
         out.append(f"| {registry.label(method)} | " + " | ".join(cells) + " |\n")
     out.append("\n" + _models_md(models))
     return "".join(out)

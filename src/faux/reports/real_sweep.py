@@ -79,6 +79,15 @@ def method_names(results: list[dict]) -> list[str]:
     return sorted(names, key=registry.order)
 
 
+def dataset_cells(frame: pd.DataFrame, datasets, method: str, cell) -> list[str]:
+    """One markdown cell per dataset: ``cell(row)`` of the method's row, "—" where none."""
+    out = []
+    for d in datasets:
+        sub = frame[(frame.dataset == d) & (frame.method == method)]
+        out.append("—" if sub.empty else cell(sub.iloc[0]))
+    return out
+
+
 def ms(values) -> tuple[float, float]:
     return mean_std([v for v in values if v is not None])
 

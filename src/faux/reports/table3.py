@@ -18,6 +18,7 @@ from faux.reports.real_sweep import (
     DATASETS,
     PROTECTED_LABELS,
     RealSweep,
+    dataset_cells,
     finish,
     ms,
 )
@@ -58,16 +59,11 @@ def _table3_md(frame: pd.DataFrame, rs: RealSweep) -> str:
            "| Protected attribute | " + " | ".join(PROTECTED_LABELS.get(d, "") for d in ds)
            + " |\n"]
     for method in (*report_methods(rs), "random"):
-        cells = []
-        for d in ds:
-            sub = frame[(frame.dataset == d) & (frame.method == method)]
-            if sub.empty:
-                cells.append("—")
-                continue
-            r = sub.iloc[0]
+        def cell(r, method=method):
             ours = fmt(r.ndcg_mean, r.ndcg_std)
-            cells.append(ours if method == "random" else
-                         f"{ours} / {fmt(r.paper_mean, r.paper_std)}")
+            return ours if method == "random" else f"{ours} / {fmt(r.paper_mean, r.paper_std)}"
+
+        cells = dataset_cells(frame, ds, method, cell)
         label = "random ranking (floor)" if method == "random" else registry.label(method)
         out.append(f"| {label} | " + " | ".join(cells) + " |\n")
     out.append("\nTop-5 original features (first seed): by mutual information with c, and by "
