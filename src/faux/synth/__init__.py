@@ -16,7 +16,6 @@ _EXPORTS = {
     "ifs": "ground_truth", "ifs_threshold": "ground_truth", "ifs_labels": "ground_truth",
     "positive_rate": "ground_truth",
     "Projected": "reference", "train_mlp": "reference",
-    "run_fig8": "fig8",
 }
 
 __all__ = sorted(_EXPORTS)
