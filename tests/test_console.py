@@ -2,11 +2,12 @@
 failed or missing cell named with its log, as plain text and as a rich table."""
 
 import re
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
-from faux.console import fmt_value, print_summary, render_summary
+from faux.console import fmt_value, print_summary, render_report, render_summary
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -87,3 +88,18 @@ def test_fmt_value():
     assert fmt_value(0.5) == "0.500" and fmt_value((0.5, 0.25)) == "0.500 ± 0.250"
     assert fmt_value(float("nan")) == "—" and fmt_value(None) == "—"
     assert fmt_value(True) == "—" and fmt_value("0.9 ± 0.1") == "0.9 ± 0.1"
+
+
+def test_render_report_lays_out_known_tables(table1):
+    report = SimpleNamespace(frame=table1, files=["outputs/results/table1.csv"],
+                             missing=[("Synthetic-3/fta", "no finished job")])
+    text = render_report("table1", report, title="Table 1", tty=False)
+    assert "method \\ column (ours / paper)" in text            # pivoted
+    assert "0.876 ± 0.015 / 0.876" in text and "Synthetic-3/fta: no finished job" in text
+    t3 = pd.DataFrame([{"dataset": "adult", "method": "faux", "ndcg_mean": 0.81,
+                        "ndcg_std": 0.05, "paper_mean": 0.802, "paper_std": 0.058}])
+    text = render_report("table3", SimpleNamespace(frame=t3, files=[], missing=[]), tty=False)
+    assert "0.810 ± 0.050 / 0.802 ± 0.058" in text
+    # a frame without the layout's columns falls back to the long form
+    text = render_report("table1", SimpleNamespace(frame=t3, files=[], missing=[]), tty=False)
+    assert re.search(r"adult\s+faux\s+0\.810 ± 0\.050\s+0\.802 ± 0\.058", text)

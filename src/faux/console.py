@@ -67,7 +67,7 @@ def _pick_value(frame: pd.DataFrame, labels: list[str]) -> str | None:
 def _paper_cells(frame, labels, paper, paper_std, value, std) -> list[str] | None:
     """The paper's value per row, formatted; None when there is no paper column."""
     if paper is None:
-        for cand in ("paper", f"paper_{value}"):
+        for cand in ("paper", f"paper_{value}", "paper_mean"):
             if value and cand in frame.columns:
                 paper = cand
                 break
@@ -79,8 +79,11 @@ def _paper_cells(frame, labels, paper, paper_std, value, std) -> list[str] | Non
         return [fmt_value(paper.get(k)) for k in keys]
     if paper not in frame.columns:
         raise KeyError(f"paper column {paper!r} not in the table's columns {list(frame.columns)}")
-    if paper_std is None and std and f"paper_{std}" in frame.columns:
-        paper_std = f"paper_{std}"
+    if paper_std is None:
+        for cand in (f"paper_{std}" if std else None, f"{paper}_std".replace("_mean_std", "_std")):
+            if cand and cand != paper and cand in frame.columns:
+                paper_std = cand
+                break
     sds = frame[paper_std] if paper_std else [None] * len(frame)
     return [fmt_value(v, s) for v, s in zip(frame[paper], sds)]
 
@@ -226,3 +229,20 @@ def print_summary(title: str, rows, file=None, **kw) -> None:
     kw.setdefault("tty", getattr(file, "isatty", lambda: False)())
     file.write(render_summary(title, rows, **kw))
     file.flush()
+
+
+#: how :func:`render_report` lays out the known tables (anything else: long form)
+REPORT_LAYOUT = {"table1": {"pivot": ("method", "column")},
+                 "table3": {"pivot": ("method", "dataset")}}
+
+
+def render_report(name: str, report, *, title: str | None = None, claims=None, **kw) -> str:
+    """:func:`render_summary` of an aggregation ``Report`` (its frame, files and missing
+    cells), laid out per :data:`REPORT_LAYOUT` unless ``kw`` says otherwise."""
+    layout = {**REPORT_LAYOUT.get(name, {}), **kw}
+    frame = report.frame
+    piv = layout.get("pivot")
+    if piv and not set(piv) <= set(getattr(frame, "columns", [])):
+        layout.pop("pivot")                 # a frame without those columns: long form
+    return render_summary(title or name, frame, claims=claims, paths=report.files,
+                          missing=report.missing, **layout)
