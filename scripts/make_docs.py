@@ -6,9 +6,10 @@ For each study it reads ``outputs/results/<study>.*`` and ``outputs/figures/<stu
 writes downscaled copies of the figures (PNG, < 200 KB each) and a markdown snippet
 ``docs/figures/<study>.md`` (the table and the images), and an index ``docs/figures/README.md``.
 Every snippet names the command and profile that made it, read from the job results
-(``result.json`` -> ``config.profile.name``) of the sweep the results came from: a
-``<study>.provenance.json`` beside the results when present, else the sweep (or run) under
-``outputs/<task>/`` whose last job finished last before the results were written.
+(``result.json`` -> ``config.profile.name``) of the sweep the results came from: the
+``<study>.provenance.json`` aggregation writes beside the results (``faux.provenance``) when
+present, else the sweep (or run) under ``outputs/<task>/`` whose last job finished last
+before the results were written (a guess when several sweeps of a study exist).
 A study without results fails the whole run with one line naming it and its make target.
 """
 
@@ -18,10 +19,11 @@ import argparse
 import io
 import json
 import re
-import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from faux import provenance as P
 
 MAX_BYTES = 200_000
 MAX_WIDTH = 1000
@@ -115,43 +117,28 @@ def _overrides(job_dir: Path) -> list[str]:
         return []
 
 
-#: overrides the make targets set themselves (PROFILE, LOGGER, the experiment)
-_MAKE_SET = ("experiment", "profile", "logger")
-
-
 def cli_overrides(folder: Path, job_overrides: list[list[str]]) -> list[str]:
-    """The overrides typed on the command line: the sweep's ``multirun.yaml``
-    (``hydra.overrides.task``), else those every job shares (a swept key differs between
-    jobs); a single run's own overrides."""
-    try:
-        from omegaconf import OmegaConf
-
-        cfg = OmegaConf.load(folder / "multirun.yaml")
-        return [str(o) for o in OmegaConf.select(cfg, "hydra.overrides.task", default=[])]
-    except Exception:          # no multirun.yaml (a single run) or an unreadable one
-        pass
+    """The overrides typed on the command line: the sweep's ``multirun.yaml``, else those
+    every job shares (a swept key differs between jobs); a single run's own overrides."""
+    typed = P.sweep_overrides(folder)
+    if typed is not None:
+        return typed
     if not job_overrides:
         return []
     shared = set(job_overrides[0]).intersection(*map(set, job_overrides[1:]))
     return [o for o in job_overrides[0] if o in shared]
 
 
-def make_command(study: Study, profile: str, overrides: list[str]) -> str:
-    """``make <target> PROFILE=<p> [ARGS='...']``: ARGS are the overrides beyond those the
-    target sets itself."""
-    extra = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in _MAKE_SET]
-    cmd = f"make {study.target} PROFILE={profile}"
-    if extra:
-        cmd += f" ARGS={shlex.quote(' '.join(extra))}"
-    return cmd
-
-
 def provenance(study: Study, outputs: Path, results: Path) -> Provenance:
-    side = results / f"{study.name}.provenance.json"
-    if side.is_file():
-        p = json.loads(side.read_text())
-        return Provenance(str(p["profile"]), str(p["command"]), str(p.get("source", "")),
-                          int(p.get("n_jobs", 0)))
+    """From ``<study>.provenance.json`` (written by aggregation) when present, else from the
+    sweep under ``outputs/<task>/`` whose last job finished last before the results."""
+    side = P.read(results, study.name)
+    if side is not None:
+        sweeps = side.get("sweeps") or []
+        return Provenance(str(side["profile"]),
+                          P.make_command(study.target, str(side["profile"]),
+                                         list(side.get("overrides") or [])),
+                          ", ".join(map(str, sweeps)), int(side.get("n_jobs", 0)))
     base = outputs / study.task / ("multiruns" if study.multirun else "runs")
     folders = sorted(d for d in base.glob("*") if d.is_dir()) if base.is_dir() else []
     made = (results / study.tables[0]).stat().st_mtime
@@ -166,11 +153,10 @@ def provenance(study: Study, outputs: Path, results: Path) -> Provenance:
                         f"run `make {study.target}` (docs name the profile that made them)")
     before = [c for c in candidates if c[0] <= made + SLACK_S]
     last, folder, jobs = max(before or candidates, key=lambda c: c[0])
-    profiles = sorted({str(((r.get("config") or {}).get("profile") or {}).get("name", "?"))
-                       for _, r in jobs})
-    profile = "+".join(profiles)
+    profile = P.profile_names([r for _, r in jobs])
     cli = cli_overrides(folder, [_overrides(p.parent) for p, _ in jobs])
-    return Provenance(profile, make_command(study, profile, cli), str(folder), len(jobs))
+    return Provenance(profile, P.make_command(study.target, profile, cli), str(folder),
+                      len(jobs))
 
 
 # --------------------------------------------------------------------------- images

@@ -144,3 +144,19 @@ def test_results_without_any_sweep_name_the_target(make_docs, tmp_path, capsys):
     rc = make_docs.main(["--outputs", str(out), "--out", str(tmp_path / "d"), "--only", "table1"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "make table1" in err and len(err.splitlines()) == 1
+
+
+def test_provenance_written_by_aggregation_wins(make_docs, outputs, tmp_path):
+    """Results re-aggregated from the quick sweep after the paper sweep: the mtime guess
+    would say paper; the provenance file aggregation writes says quick."""
+    from faux import provenance
+
+    quick = outputs / "table1/multiruns/quick"
+    results = [json.loads(p.read_text()) for p in sorted(quick.glob("*/result.json"))]
+    (quick / "multirun.yaml").write_text(yaml.safe_dump(
+        {"hydra": {"overrides": {"task": ["experiment=table1", "profile=quick", "seed=3"]}}}))
+    path = provenance.write(outputs / "results", "table1", [quick], results)
+    assert json.loads(path.read_text())["profile"] == "quick"
+    prov = make_docs.provenance(make_docs.BY_NAME["table1"], outputs, outputs / "results")
+    assert prov.profile == "quick" and prov.n_jobs == 2 and prov.source == str(quick)
+    assert prov.command == "make table1 PROFILE=quick ARGS=seed=3"
