@@ -49,6 +49,7 @@ lint: install ## ruff over src, tests, scripts, bench
 bench: install ## speed ratios of the scorers and training loop (prints name: value lines)
 	$(PY) bench/scorers.py
 	$(PY) bench/gans.py
+	$(PY) bench/aux_stack.py
 
 SWEEP = outputs/$(1)/multiruns/$(PROFILE)
 # A sweep writes into a folder fixed per profile, so rerunning after an interruption finds

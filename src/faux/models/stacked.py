@@ -178,7 +178,7 @@ def train_mlp_stack(x, t, x_val=None, t_val=None, *, seeds, width: int = 64, dep
     batches = [TensorBatches((x,), batch_size=batch_size, seed=s) for s in seeds]
 
     def make_opt(params):
-        return torch.optim.Adam(params, lr=lr, foreach=True)
+        return torch.optim.Adam(params, lr=lr, fused=True)
 
     opt = make_opt(stack.parameters())
     active = list(range(r))                   # member index of each row of the stack
@@ -196,8 +196,9 @@ def train_mlp_stack(x, t, x_val=None, t_val=None, *, seeds, width: int = 64, dep
         n = xs.shape[0]
         for a in range(0, n, batch_size):
             idx = orders[:, a:a + batch_size]                      # (E, B)
-            out = stack(xs[idx])
-            tb = ts[idx]
+            flat = idx.reshape(-1)           # index_select: ~10x faster than xs[idx] here
+            out = stack(xs.index_select(0, flat).view(*idx.shape, -1))
+            tb = ts.index_select(0, flat).view(*idx.shape, *ts.shape[1:])
             out = out.squeeze(-1) if tb.ndim == 2 else out
             loss = F.binary_cross_entropy_with_logits(out, tb, reduction="none")
             loss = loss.reshape(loss.shape[0], -1).mean(1).sum()
