@@ -1,18 +1,60 @@
-"""Log an aggregated table (as a wandb.Table) and its figures to W&B; offline by default."""
+"""W&B without surprises: offline by default, and nothing sent that nobody asked for.
+
+:data:`PRIVATE_ENV` lists what wandb 0.31 would otherwise do on its own: report errors and
+usage telemetry to W&B's endpoint (``WANDB_ERROR_REPORTING``; with it off the wandb-core
+service also runs ``--no-observability``), sample system metrics (``x_disable_stats``) and
+collect host / git / package metadata (``x_disable_meta``, ``x_disable_machine_info``,
+``WANDB_DISABLE_GIT``, ``WANDB_DISABLE_CODE``). :func:`private_wandb_env` sets each as a
+default only, so a user who exports one of them (e.g. ``WANDB_ERROR_REPORTING=true``) turns
+it back on. Both entry points call it before wandb starts: :func:`wandb_logger` (the
+``logger=wandb`` job logger, conf/logger/wandb.yaml) and :func:`log_report` (aggregate).
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import MutableMapping
 from pathlib import Path
+
+#: environment defaults (wandb 0.31 names; ``WANDB_X_<NAME>`` maps to the ``x_<name>`` setting)
+PRIVATE_ENV = {
+    "WANDB_MODE": "offline",
+    "WANDB_ERROR_REPORTING": "false",
+    "WANDB_X_DISABLE_STATS": "true",
+    "WANDB_X_DISABLE_META": "true",
+    "WANDB_X_DISABLE_MACHINE_INFO": "true",
+    "WANDB_DISABLE_GIT": "true",
+    "WANDB_DISABLE_CODE": "true",
+}
+
+
+def private_wandb_env(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Set :data:`PRIVATE_ENV`'s values where the user has not set them; return those set."""
+    environ = os.environ if environ is None else environ
+    added = {k: v for k, v in PRIVATE_ENV.items() if k not in environ}
+    environ.update(added)
+    return added
+
+
+def wandb_logger(**kwargs):
+    """A Lightning ``WandbLogger`` (offline unless ``mode``/``WANDB_MODE`` say otherwise),
+    created after :func:`private_wandb_env`."""
+    from pytorch_lightning.loggers import WandbLogger
+
+    private_wandb_env()
+    if kwargs.get("mode") is None:
+        kwargs["mode"] = os.environ["WANDB_MODE"]
+    return WandbLogger(**kwargs)
 
 
 def log_report(name: str, report, directory: str | os.PathLike = "outputs") -> Path:
     """One W&B run of job type ``aggregate`` holding the table and any PNG figures."""
+    private_wandb_env()
     import wandb
 
     Path(directory).mkdir(parents=True, exist_ok=True)
     run = wandb.init(project="faux", job_type="aggregate", name=name, dir=str(directory),
-                     mode=os.environ.get("WANDB_MODE", "offline"), reinit="finish_previous")
+                     mode=os.environ["WANDB_MODE"], reinit="finish_previous")
     try:
         payload = {name: wandb.Table(dataframe=report.frame.reset_index(drop=True))}
         for f in report.files:
