@@ -85,7 +85,7 @@ def outputs(tmp_path) -> Path:
 def test_snippets_pngs_and_provenance(make_docs, outputs, tmp_path, capsys):
     docs = tmp_path / "docs" / "figures"
     rc = make_docs.main(["--outputs", str(outputs), "--out", str(docs),
-                         "--only", "table1,fig11,fig8"])
+                         "--only", "table1,fig11,fig8", "--readme", str(tmp_path / "R.md")])
     assert rc == 0, capsys.readouterr().err
     t1 = (docs / "table1.md").read_text()
     # the paper sweep made these results (its last job is the latest before them)
@@ -124,12 +124,13 @@ def test_results_older_than_the_paper_sweep_are_the_quick_ones(make_docs, output
 def test_missing_study_is_one_line_naming_its_target(make_docs, outputs, tmp_path, capsys):
     docs = tmp_path / "docs" / "figures"
     rc = make_docs.main(["--outputs", str(outputs), "--out", str(docs),
-                         "--only", "table1,fig5"])
+                         "--only", "table1,fig5", "--readme", str(tmp_path / "R.md")])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1
     assert err.startswith("error: no results for fig5") and "`make fig5`" in err
     assert not docs.exists()                          # nothing written when a study is absent
-    rc = make_docs.main(["--outputs", str(outputs), "--out", str(docs)])   # all studies
+    rc = make_docs.main(["--outputs", str(outputs), "--out", str(docs),      # all studies
+                         "--readme", str(tmp_path / "R.md")])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1
     for name in ("fig4", "table3", "table4", "fig5"):
@@ -141,7 +142,8 @@ def test_results_without_any_sweep_name_the_target(make_docs, tmp_path, capsys):
     out = tmp_path / "outputs"
     (out / "results").mkdir(parents=True)
     (out / "results" / "table1.md").write_text("x\n")
-    rc = make_docs.main(["--outputs", str(out), "--out", str(tmp_path / "d"), "--only", "table1"])
+    rc = make_docs.main(["--outputs", str(out), "--out", str(tmp_path / "d"), "--only", "table1",
+                         "--readme", str(tmp_path / "R.md")])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "make table1" in err and len(err.splitlines()) == 1
 
@@ -160,3 +162,34 @@ def test_provenance_written_by_aggregation_wins(make_docs, outputs, tmp_path):
     prov = make_docs.provenance(make_docs.BY_NAME["table1"], outputs, outputs / "results")
     assert prov.profile == "quick" and prov.n_jobs == 2 and prov.source == str(quick)
     assert prov.command == "make table1 PROFILE=quick ARGS=seed=3"
+
+
+def test_readme_front_block_between_markers(make_docs, outputs, tmp_path):
+    res = outputs / "results"
+    (res / "table1.md").write_text("Table 1: AP, ours / paper.\n| method | S1 |\n|---|---|\n"
+                                   "| fAux | 0.9 / 0.3 |\n\nTop-30% AP:\n\n| method | S1 |\n")
+    (res / "fig4.md").write_text("| dataset | AUROC |\n|---|---|\n| adult | 0.7 |\n")
+    (res / "real_models.md").write_text("models\n")
+    _png(outputs / "figures" / "fig4_adult.png", 300, 200, noise=False)
+    _job(outputs / "real/multiruns/quick/0", "quick", ["data=adult", "experiment=real",
+                                                      "profile=quick"], 1_700_000_000.0)
+    (outputs / "real/multiruns/quick/multirun.yaml").write_text(yaml.safe_dump(
+        {"hydra": {"overrides": {"task": ["experiment=real", "profile=quick", "logger=csv"]}}}))
+    readme = tmp_path / "repo" / "README.md"
+    readme.parent.mkdir()
+    readme.write_text(f"# faux\n\n{make_docs.FRONT_BEGIN}\nold\n{make_docs.FRONT_END}\n\nrest\n")
+    docs = tmp_path / "repo" / "docs" / "figures"
+    args = ["--outputs", str(outputs), "--out", str(docs), "--only", "table1,fig4",
+            "--readme", str(readme)]
+    assert make_docs.main(args) == 0
+    text = readme.read_text()
+    assert text.startswith("# faux\n\n<!-- make docs: front -->") and text.endswith("\nrest\n")
+    assert "old" not in text and "| fAux | 0.9 / 0.3 |" in text and "Top-30%" not in text
+    assert "Table 1: AP, ours / paper." in text
+    assert "(docs/figures/fig4_adult.png)" in text and "`make fig4 PROFILE=quick`" in text
+    assert (docs / "fig4_adult.png").is_file()
+    assert make_docs.main(args) == 0 and readme.read_text() == text     # idempotent
+    plain = tmp_path / "plain.md"
+    plain.write_text("no markers\n")
+    assert make_docs.main(args[:-1] + [str(plain)]) == 0
+    assert plain.read_text() == "no markers\n"
