@@ -306,7 +306,10 @@ def _score_all(source, feats, c_col, sc, scorer, methods, thr, tmp, bar, *, batc
                 cnt = per_group.setdefault(g, [0, 0])
                 cnt[0] += int((g_inv == j).sum())
                 cnt[1] += int(flagged[g_inv == j].sum())
-            for i in np.flatnonzero(flagged):
+            cand = np.flatnonzero(flagged)
+            if len(cand) > N_TOP:  # only a batch's N_TOP highest can enter the top N_TOP
+                cand = cand[np.argpartition(-s[primary][cand], N_TOP)[:N_TOP]]
+            for i in cand:
                 item = (float(s[primary][i]), int(b.start + i), b.x[i].copy(), str(groups[i]))
                 if len(heap) < N_TOP:
                     heapq.heappush(heap, item)

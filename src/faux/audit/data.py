@@ -168,8 +168,9 @@ class FileSource(Source):
         if self.parquet:
             import pyarrow.parquet as pq
 
-            yield from pq.ParquetFile(self.path).iter_batches(batch_size=batch_size,
-                                                              columns=columns)
+            # no read-ahead, one thread: memory stays bounded by one row group
+            pf = pq.ParquetFile(self.path, pre_buffer=False, buffer_size=1 << 20)
+            yield from pf.iter_batches(batch_size=batch_size, columns=columns, use_threads=False)
             return
         import pyarrow.csv as pcsv
 
