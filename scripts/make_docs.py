@@ -20,6 +20,7 @@ import io
 import json
 import os
 import re
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,8 +157,12 @@ def provenance(study: Study, outputs: Path, results: Path) -> Provenance:
     last, folder, jobs = max(before or candidates, key=lambda c: c[0])
     profile = P.profile_names([r for _, r in jobs])
     cli = cli_overrides(folder, [_overrides(p.parent) for p, _ in jobs])
-    return Provenance(profile, P.make_command(study.target, profile, cli), str(folder),
-                      len(jobs))
+    extra = [o for o in cli if o.split("=", 1)[0] not in P.MAKE_SET]
+    if not study.multirun and extra:        # `make fig8` passes no ARGS: the run's own command
+        command = "python -m faux.run " + " ".join(shlex.quote(o) for o in cli)
+    else:
+        command = P.make_command(study.target, profile, cli)
+    return Provenance(profile, command, str(folder), len(jobs))
 
 
 # --------------------------------------------------------------------------- images

@@ -193,3 +193,11 @@ def test_readme_front_block_between_markers(make_docs, outputs, tmp_path):
     plain.write_text("no markers\n")
     assert make_docs.main(args[:-1] + [str(plain)]) == 0
     assert plain.read_text() == "no markers\n"
+
+
+def test_single_run_with_extra_overrides_names_its_python_command(make_docs, outputs):
+    run = outputs / "fig8/runs/2026-01-01_00-00-00"
+    (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(
+        ["experiment=fig8", "profile=tiny", "fig8.epochs=2"]))
+    prov = make_docs.provenance(make_docs.BY_NAME["fig8"], outputs, outputs / "results")
+    assert prov.command == "python -m faux.run experiment=fig8 profile=tiny fig8.epochs=2"
