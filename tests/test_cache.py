@@ -252,9 +252,27 @@ def test_lock_excludes_other_processes(tmp_path):
         p.join(60)
         assert p.exitcode == 0
     assert log_file.read_text().splitlines() == ["enter", "exit"] * 3  # never interleaved
+    cache = Cache(tmp_path)
+    assert cache.lock_path("a/../../b").parent == tmp_path / "locks"  # no escaping the folder
     with pytest.raises(ValueError):
-        with Cache(tmp_path).lock("../escape"):
-            pass
+        cache.lock_path(".hidden")
+    with cache.lock("held") as held:
+        assert held is True
+        ctx.Process(target=_try_lock, args=(tmp_path, tmp_path / "nb")).start()
+        _wait_for(tmp_path / "nb")
+    assert (tmp_path / "nb").read_text() == "False"  # non-blocking attempt while held
+
+
+def _try_lock(root, out):
+    with Cache(root).lock("held", blocking=False) as held:
+        out.write_text(str(held))
+
+
+def _wait_for(path, timeout=30.0):
+    import time as _t
+    t0 = _t.time()
+    while not path.exists() and _t.time() - t0 < timeout:
+        _t.sleep(0.05)
 
 
 def test_stale_tmp_files_are_removed_on_open(tmp_path):

@@ -16,7 +16,7 @@ running code: such an entry is reported as corrupt and rebuilt.
 One build per key: :meth:`Cache.get_or_build` holds an exclusive lock on the key
 (``<root>/locks/entries/<kind>-<key>.lock``, ``fcntl.flock``) around check, build and write,
 so concurrent jobs that need the same artifact train it once; the others wait and load it.
-:meth:`Cache.lock` gives the same lock for other shared builds. Writes go to a temporary
+:meth:`Cache.lock` gives a named lock (``<root>/locks/<name>.lock``) for other shared builds. Writes go to a temporary
 file in the same folder, then ``os.replace`` (atomic on POSIX); temporary files left by
 killed writers are removed when a cache is opened once they are older than
 ``stale_tmp_hours``.
@@ -214,12 +214,16 @@ loads = torch_loads
 
 
 @contextlib.contextmanager
-def _flock(path: Path) -> Iterator[None]:
+def _flock(path: Path, blocking: bool = True) -> Iterator[bool]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            yield
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
@@ -256,14 +260,22 @@ class Cache:
             raise ValueError(f"cache kind must be a plain folder name, got {kind!r}")
         return self.root / kind / f"{key_of(key_dict)}.bin"
 
-    @contextlib.contextmanager
-    def lock(self, name: str) -> Iterator[None]:
-        """An exclusive inter-process lock ``<root>/locks/shared/<name>.lock`` for the block."""
+    def lock_path(self, name: str) -> Path:
+        """``<root>/locks/<name>.lock`` (odd characters replaced, long names hashed)."""
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in str(name))
         if not safe or safe.startswith("."):
             raise ValueError(f"lock name must be a plain file name, got {name!r}")
-        with _flock(self.root / "locks" / "shared" / f"{safe}.lock"):
-            yield
+        if len(safe) > 120:
+            safe = safe[:80] + hashlib.sha256(safe.encode()).hexdigest()[:16]
+        return self.root / "locks" / f"{safe}.lock"
+
+    @contextlib.contextmanager
+    def lock(self, name: str, blocking: bool = True) -> Iterator[bool]:
+        """An exclusive inter-process lock on ``name`` for the ``with`` block (for builds
+        outside :meth:`get_or_build` that many jobs share). Yields True when held; with
+        ``blocking=False`` yields False at once, holding nothing, if another process holds it."""
+        with _flock(self.lock_path(name), blocking) as held:
+            yield held
 
     def _read(self, path: Path, loads: Callable[[bytes], Any]) -> Any:
         with open(path, "rb") as f:
