@@ -231,3 +231,18 @@ def test_non_binary_target_is_rejected(tmp_path, no_network):
     _put(tmp_path, "magic", gzip.compress(b"a\ttarget\n1.0\t0\n3.0\t1\n2.5\t2\n"))
     with pytest.raises(DataError, match="3 classes"):
         pm.load_pmlb("magic", root=tmp_path)
+
+
+def test_recorded_real_data_checksums_and_verify_file(tmp_path):
+    from faux.data.download import RECORDED_SHA256, ChecksumError, verify_file
+
+    aif = SHARED / "aif360"
+    if not (aif / "adult" / "adult.data").is_file():
+        pytest.skip(f"real data not under {aif}")
+    for folder in ("adult", "bank"):
+        for f in (aif / folder).iterdir():
+            assert verify_file(f, RECORDED_SHA256[f.name]) == f
+    bad = tmp_path / "adult.data"
+    bad.write_bytes((aif / "adult" / "adult.data").read_bytes()[:-10])
+    with pytest.raises(ChecksumError, match="replace it with a good copy"):
+        verify_file(bad, RECORDED_SHA256["adult.data"])

@@ -25,6 +25,19 @@ DEFAULT_TIMEOUT = (10.0, 30.0)
 DEFAULT_MAX_SECONDS = 300.0
 
 
+#: SHA-256 of the raw real-data files faux knows (the copies in shared/data/aif360, UCI's
+#: originals), by file name: pass ``RECORDED_SHA256.get(path.name)`` to
+#: :func:`download_verified`, or :func:`verify_file` after extracting an archive.
+RECORDED_SHA256 = {
+    "adult.data": "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
+    "adult.test": "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
+    "adult.names": "c248284c0b5de30c9e1958d6cdd168a34a654758b620e68f46aefa83fc0a576a",
+    "bank-additional-full.csv": "74adfc578bf77a7ff4bb1ba4a9f8709d9e3c6907342959c2c8416847e0afb4d8",
+    "bank-additional.csv": "7e59cf650004d65d1c9d6b08553bad2ee9a9ad70d594f536e3c584ee6ed5df50",
+    "bank-additional-names.txt": "10045462a4c026f858dffa159370c4270510230c1fc63c6c91ca51bba4b3df26",
+}
+
+
 class ChecksumError(DataError):
     """Downloaded bytes differ from the recorded SHA-256."""
 
@@ -43,6 +56,17 @@ def sha256_of(path: str | os.PathLike) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def verify_file(path: str | os.PathLike, sha256: str) -> Path:
+    """``path`` if its SHA-256 is ``sha256``; else :class:`ChecksumError` (the file is left
+    in place, so the user can inspect it)."""
+    path = Path(path)
+    got = sha256_of(path)
+    if got != sha256.lower():
+        raise ChecksumError(f"{path} has sha256 {got[:16]}…, expected {sha256[:16]}…; replace it "
+                            f"with a good copy (or delete it to re-download)")
+    return path
 
 
 def download_verified(url: str, dest: str | os.PathLike, sha256: str | None, *,
