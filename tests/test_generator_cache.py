@@ -96,3 +96,28 @@ def test_two_cold_builds_are_bit_identical(tmp_path):
     assert all(torch.equal(sd[k], b["sd"][k]) for k in sd)
     assert all(torch.equal(torch.from_numpy(m.means_), n) for m, n in zip(g.encoder.gmms_, b["gmm"]))
     assert torch.equal(x, b["x"]) and torch.equal(y, b["y"])
+
+
+def test_column_options_are_checked_before_training():
+    from faux.errors import ConfigError
+    from faux.synth.sampler import check_synthetic_options
+
+    ok = check_synthetic_options(xc="australian", xy="credit_g", bias=1, fusion="outer")
+    assert ok["bias"] == 1.0 and set(ok["generator_cfgs"]) == {"australian", "credit_g"}
+    assert ok["generator_cfgs"]["credit_g"]["hidden"] == 874
+    good = {"xc": "magic", "xy": "backache", "bias": 0.5, "fusion": "concat"}
+    for bad, match in [({"fusion": "sum"}, "unknown fusion 'sum'"),
+                       ({"bias": "abc"}, "bias must be a number"),
+                       ({"bias": 1.5}, "bias must be a number"),
+                       ({"bias": True}, "bias must be a number"),
+                       ({"xc": "nosuch_dataset"}, "unknown dataset 'nosuch_dataset'"),
+                       ({"decoding": "argmax"}, "decoding must be one of"),
+                       ({"tau": 0}, "tau must be"),
+                       ({"dxdc_at": "end"}, "dxdc_at"),
+                       ({"generator_cfgs": {"wdbc": {}}}, "not in the pair"),
+                       ({"generator_cfgs": {"magic": {"hiden": 3}}}, "unknown generator option"),
+                       ({"generator_cfgs": {"magic": {"hidden": 0}}}, "hidden"),
+                       ({"generator_cfgs": {"magic": {"depth": 1.5}}}, "depth")]:
+        with pytest.raises(ConfigError, match=match) as err:
+            check_synthetic_options(**{**good, **bad})
+        assert "\n" not in str(err.value)

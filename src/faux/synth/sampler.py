@@ -127,6 +127,54 @@ class DatasetGenerator:
         return x, labels
 
 
+def check_synthetic_options(*, xc: str, xy: str, bias, fusion: str, decoding: str = "gumbel",
+                            tau=0.3, dxdc_at: str = "mid", generator_cfgs: dict | None = None,
+                            root=None) -> dict:
+    """Validate a synthetic column's options before anything is trained (one-line
+    ConfigError naming the fix); returns them normalised (bias and tau as floats, full
+    generator configs per dataset)."""
+    from faux.data.pmlb_data import KNOWN_PMLB, pmlb_path
+
+    for role, name in (("xc", xc), ("xy", xy)):
+        if not isinstance(name, str) or not name or "/" in name:
+            raise ConfigError(f"{role} must be a PMLB dataset name, got {name!r}")
+        if name not in KNOWN_PMLB and not pmlb_path(name, root).is_file():
+            import pmlb
+
+            if name not in pmlb.dataset_names:
+                raise ConfigError(f"{role}: unknown dataset {name!r}; known: "
+                                  f"{', '.join(KNOWN_PMLB)} (or any PMLB dataset name)")
+    if isinstance(bias, bool) or not isinstance(bias, int | float) or not 0.0 <= bias <= 1.0:
+        raise ConfigError(f"bias must be a number in [0, 1], got {bias!r}")
+    if fusion not in FUSIONS:
+        raise ConfigError(f"unknown fusion {fusion!r}; choose one of {', '.join(FUSIONS)}")
+    _check_decoding(decoding)
+    _check_dxdc_at(dxdc_at)
+    if isinstance(tau, bool) or not isinstance(tau, int | float) or not tau > 0:
+        raise ConfigError(f"tau must be a number > 0, got {tau!r}")
+    cfgs = dict(generator_cfgs or {})
+    unknown = set(cfgs) - {xc, xy}
+    if unknown:
+        raise ConfigError(f"generator_cfgs has entries {sorted(unknown)} that are not in the "
+                          f"pair ({xc}, {xy}); remove them")
+    full = {}
+    for name in dict.fromkeys((xc, xy)):
+        cfg = generator_config(name, cfgs.get(name))
+        for k in ("n_components", "hidden", "latent_dim", "epochs", "batch_size"):
+            if isinstance(cfg[k], bool) or not isinstance(cfg[k], int) or cfg[k] < 1:
+                raise ConfigError(f"generator option {k} for '{name}' must be an integer >= 1, "
+                                  f"got {cfg[k]!r}")
+        if isinstance(cfg["depth"], bool) or not isinstance(cfg["depth"], int) or cfg["depth"] < 0:
+            raise ConfigError(f"generator option depth for '{name}' must be an integer >= 0, "
+                              f"got {cfg['depth']!r}")
+        if cfg["on_excess"] not in ("reduce", "error"):
+            raise ConfigError(f"generator option on_excess for '{name}' must be 'reduce' or "
+                              f"'error', got {cfg['on_excess']!r}")
+        full[name] = cfg
+    return {"xc": xc, "xy": xy, "bias": float(bias), "fusion": fusion, "decoding": decoding,
+            "tau": float(tau), "dxdc_at": dxdc_at, "generator_cfgs": full}
+
+
 def _check_decoding(decoding: str) -> str:
     if decoding not in DECODINGS:
         raise ConfigError(f"decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
