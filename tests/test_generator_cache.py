@@ -121,3 +121,20 @@ def test_column_options_are_checked_before_training():
         with pytest.raises(ConfigError, match=match) as err:
             check_synthetic_options(**{**good, **bad})
         assert "\n" not in str(err.value)
+
+
+def test_cvae_trains_on_the_cpu_whatever_the_hardware(monkeypatch, tmp_path):
+    """A cached generator must not depend on the machine that built it: train_cvae asks for
+    the CPU explicitly (accelerator="auto" would pick a GPU where one exists)."""
+    import faux.models.training as training
+
+    seen = []
+    real_fit = training.fit
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("accelerator", "auto"))
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(training, "fit", spy)
+    build_dataset_generator("backache", TINY, cache=Cache(tmp_path))
+    assert seen == ["cpu"]

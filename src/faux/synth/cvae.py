@@ -157,6 +157,9 @@ def train_cvae(x: np.ndarray, y: np.ndarray, block_sizes, *, hidden: int, depth:
     """Fit a CVAE on encoded rows ``x`` (float, n x dim) and labels ``y`` (0/1).
 
     ``max_steps`` caps optimiser steps by lowering the epoch count (magic has 19k rows).
+    Training runs on the CPU whatever hardware is present: a generator is cached and shared,
+    so it must be the same on every machine (on a GPU, "auto" would give other weights, and
+    every synthetic dataset downstream would change with the machine that built it).
     """
     from faux.models.training import fit
 
@@ -177,7 +180,7 @@ def train_cvae(x: np.ndarray, y: np.ndarray, block_sizes, *, hidden: int, depth:
     xt, yt = torch.from_numpy(x), torch.from_numpy(y.astype(np.float32))
     val = (xt[val_idx], yt[val_idx]) if n_val > 0 else None
     info = fit(model, (xt[tr_idx], yt[tr_idx]), val, max_epochs=epochs, patience=patience,
-               batch_size=batch_size, seed=seed)
+               batch_size=batch_size, seed=seed, accelerator="cpu")
     info["max_epochs"] = epochs
     info["kl_nats"] = model.kl_nats(xt, yt)
     model.eval()
