@@ -8,12 +8,12 @@ fair model <= half the unfair model's, accuracy within 2 points of the unfair mo
 Data and sizes are the real study's quick profile: ``faux.data.real.load_real(name, seed)``,
 the training split subsampled to ``--max-train-rows`` (8,000; the study's seeded draw),
 early stopping on the validation split (``--max-epochs`` 30, patience 5), checks on the
-test split. Each recipe is a set of ``AdelSpec`` overrides (:data:`RECIPES`). ``--aux``
-also trains the A.11.2 aux (Adel of c, adversary against y) with each recipe and reports
+test split. Each recipe is a set of ``AdelSpec`` overrides (:data:`RECIPES`). ``--aux R``
+also trains the A.11.2 aux (Adel of c, adversary against y) with recipe R and reports
 its probe AUROC for y.
 
     FAUX_DATA_DIR=/work/shared/data OMP_NUM_THREADS=1 .venv/bin/python scripts/fair_recipes.py \\
-        --recipes guards,default --seeds 0,1 --out /tmp/fair_recipes
+        --recipes guards,default --aux default --seeds 0,1 --out /tmp/fair_recipes
 
 Writes ``<out>/fair_recipes.csv`` (one row per dataset, seed, model) and ``fair_recipes.md``
 (mean over seeds per dataset and recipe, with the targets marked).
@@ -107,7 +107,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max-train-rows", type=int, default=8000)
     ap.add_argument("--max-epochs", type=int, default=30)
     ap.add_argument("--patience", type=int, default=5)
-    ap.add_argument("--aux", action="store_true", help="also check the A.11.2 aux (probe of y)")
+    ap.add_argument("--aux", default="",
+                    help="comma-separated recipe labels whose A.11.2 aux (Adel of c, adversary "
+                         "against y) is also trained and checked (probe of y); 'all' for every one")
     ap.add_argument("--out", default="outputs/fair_recipes")
     a = ap.parse_args(argv)
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
@@ -142,7 +144,7 @@ def main(argv=None) -> int:
                                 "best_epoch": finfo["best_epoch"],
                                 "adv_accuracy": finfo["adv_accuracy"], **chk})
                 print(_line(records[-1]), flush=True)
-                if a.aux:
+                if a.aux == "all" or label in a.aux.split(","):
                     t = time.perf_counter()
                     aux, ainfo = spec.train(x, c, y, d.X_val, d.c_val, d.y_val,
                                             seed=seed + 2000, **ep)

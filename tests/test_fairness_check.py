@@ -6,8 +6,14 @@ import torch
 from torch import nn
 
 from faux.errors import ConfigError, DataError
-from faux.fairness_check import (PROXY_EDITS, edit_columns, fairness_check, probe_auroc,
-                                 proxy_edits, proxy_swap)
+from faux.fairness_check import (
+    PROXY_EDITS,
+    edit_columns,
+    fairness_check,
+    probe_auroc,
+    proxy_edits,
+    proxy_swap,
+)
 from faux.models.adel import train_adel
 from faux.models.mlp import train_mlp
 

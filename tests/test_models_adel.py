@@ -75,3 +75,51 @@ def test_bad_inputs():
     bad[0, 0] = float("nan")
     with pytest.raises(DataError, match="NaN"):
         AdelSpec(max_epochs=1).train(bad, y, c)
+
+
+def test_standardised_adversary_input_cannot_be_dodged_by_shrinking_h():
+    from faux.models.adel import AdelNet
+
+    net = AdelNet(3, width=8, depth=1, adv_norm=True)
+    h = torch.randn(50, 8) * 3 + 1
+    z = net.adversary_input(h)
+    torch.testing.assert_close(z.mean(0), torch.zeros(8), atol=1e-5, rtol=0)
+    torch.testing.assert_close(z.std(0, unbiased=False), torch.ones(8), atol=1e-4, rtol=0)
+    # the adversary reads h and 1e-3 * h alike (the old adversary did not)
+    torch.testing.assert_close(net.adversary(net.adversary_input(1e-3 * h)),
+                               net.adversary(z), atol=1e-3, rtol=0)
+    assert not torch.allclose(AdelNet(3, 8, 1).adversary(1e-3 * h),
+                              AdelNet(3, 8, 1).adversary(h))
+
+
+def test_squared_correlation_penalty_closed_form():
+    import numpy as np
+
+    from faux.models.adel import _sq_corr
+
+    g = torch.Generator().manual_seed(0)
+    s = (torch.rand(200, generator=g) < 0.3).float()
+    h = torch.randn(200, 5, generator=g)
+    h[:, 0] += 2 * s                                          # one unit reads s
+    expect = sum(np.corrcoef(h[:, j].numpy(), s.numpy())[0, 1] ** 2 for j in range(5))
+    assert float(_sq_corr(h, s)) == pytest.approx(expect, rel=1e-4)
+    # with the marginal rate given, s is scaled by it rather than by the batch's std
+    rate = torch.tensor([float(s.mean())])
+    assert float(_sq_corr(h, s, rate)) == pytest.approx(expect, rel=1e-4)
+    assert float(_sq_corr(torch.randn(200, 5, generator=g), s)) < 0.1
+
+
+def test_reinit_gives_the_same_fresh_adversary_whatever_it_learnt():
+    from faux.models.adel import AdelModule, AdelNet
+
+    mods = []
+    for k in range(2):
+        torch.manual_seed(k)
+        m = AdelModule(AdelNet(3, 8, 1), h_s=0.69, reinit=True, seed=5)
+        opt = torch.optim.Adam(m.model.adversary.parameters())
+        opt.state[next(m.model.adversary.parameters())]["step"] = 1
+        m._reinit_adversary(opt)
+        assert len(opt.state) == 0
+        mods.append(m)
+    for p, q in zip(mods[0].model.adversary.parameters(), mods[1].model.adversary.parameters()):
+        torch.testing.assert_close(p, q)
