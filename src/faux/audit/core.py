@@ -262,6 +262,7 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
                          "features divided by their sample std after centring; 0/1 columns "
                          "unscaled", "faux_ng_reading": "sample (per-row unit vectors)"},
         "scoring": {"mode": "autograd" if target.differentiable else "finite differences",
+                    "device": str(scorer.device),
                     "fd_step_std": None if target.differentiable else fd_step,
                     "model_calls_per_row": scorer.calls_per_row(k, len(feats)),
                     "seconds": round(t_score, 3),

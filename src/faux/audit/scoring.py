@@ -6,7 +6,7 @@ aux model is trained in, so that eq. 9's pseudo-inverse and eq. 10's cosine do n
 on the units the features happen to be recorded in.
 
 - torch models: ``faux.score`` on ``target(mean + scale * z)`` and the aux, the same code as
-  Table 1's. fAux+NG uses the per-sample reading (``ng="sample"``): the per-feature reading
+  Table 1's, on the GPU when one is available. fAux+NG uses the per-sample reading (``ng="sample"``): the per-feature reading
   divides by spreads over the rows scored *together*, so a row's score would depend on the
   batch it falls in.
 - black boxes (anything else): the model is only called. fAux (eq. 9) is the derivative of
@@ -19,6 +19,8 @@ on the units the features happen to be recorded in.
 """
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 import torch
@@ -56,11 +58,17 @@ class Scorer:
         self.batch_size = int(batch_size)
         self.target_z = (Unstandardised(target.module, self.mean, self.scale)
                          if target.differentiable else None)
-        self.k = None
+        # torch models are scored on the GPU when there is one (black boxes stay on the CPU)
+        self.device = torch.device("cpu")
+        if target.differentiable and torch.cuda.is_available():
+            self.device = torch.device("cuda")
+            self.target_z = copy.deepcopy(self.target_z).to(self.device)
+            self.aux = copy.deepcopy(aux_z).to(self.device)
 
     # ------------------------------------------------------------------ helpers
     def z_of(self, x: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor((x - self.mean) / self.scale, dtype=torch.float32)
+        z = torch.as_tensor((x - self.mean) / self.scale, dtype=torch.float32)
+        return z.to(self.device) if self.target.differentiable else z
 
     def _f(self, z: np.ndarray) -> np.ndarray:
         """Black-box probability of standardised rows, in chunks of FD_ROWS."""
@@ -125,7 +133,7 @@ class Scorer:
                 s = faux.score(m, self.target_z, None if m == "fta" else self.aux, z,
                                **({"ng": "sample"} if m == "faux_ng" else {}),
                                batch_size=self.batch_size)
-                out[m] = s.double().numpy()
+                out[m] = s.double().cpu().numpy()
             return out
         J = self._aux_jacobian(z)
         g = self.fd_gradient(z) if {"faux_ng", "fta"} & set(self.methods) else None
@@ -149,6 +157,6 @@ class Scorer:
             g = self.fd_gradient(z)
         J = self._aux_jacobian(z)
         P = self._pinv_directions(J)  # (m, k, d)
-        terms = g[:, None, :] * P  # (m, k, d)
+        terms = (g[:, None, :] * P).cpu()  # (m, k, d)
         best = terms.sum(dim=2).abs().argmax(dim=1)
         return terms[torch.arange(terms.shape[0]), best].double().numpy()
