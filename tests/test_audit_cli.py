@@ -107,6 +107,8 @@ def test_parquet_in_small_batches_matches_one_batch(files, capsys):
     (["--protected", "gender", "--features", "x1", "x2", "x3", "proxi"], "did you mean 'proxy'"),
     (["--protected", "gender", "--features", "x1", "x2", "x3"], "fails on rows of 3 features"),
     (["--protected", "gender", "--methods", "faux", "faux"], "repeated"),
+    (["--protected", "x1", "--features", "x2", "x3", "proxy", "gender"],
+     "feature column 'gender' is not numeric"),
 ])
 def test_bad_columns_and_options_are_refused_with_one_line(files, capsys, args, needle):
     tmp, data, model = files
@@ -192,3 +194,15 @@ def test_failed_rerun_keeps_the_previous_complete_outputs(files, capsys):
                 "--features", "x1", "x2")
     assert rc == EXIT_INPUT
     assert (out / "summary.json").read_text() == before and _leftovers(tmp) == []
+
+
+def test_black_box_width_mismatch_is_refused():
+    from sklearn.linear_model import LogisticRegression
+
+    import faux
+    from faux.errors import DataError
+
+    df = _frame(200)
+    lr = LogisticRegression().fit(df[["x1", "x2", "x3", "proxy"]].values, df.x1 > 0)
+    with pytest.raises(DataError, match="reads 4 features but the data has 3"):
+        faux.audit(lr, df[["x1", "x2", "x3"]], df.gender.values, progress=False)

@@ -10,6 +10,7 @@ attribute and draws a uniform random sample of rows (for the aux model and the p
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -208,6 +209,12 @@ class FileSource(Source):
             raise
         except Exception as err:
             msg = " ".join(str(err).split())[:200]
+            hit = re.search(r"column #(\d+)", msg)
+            if hit and "to double" in msg and int(hit.group(1)) < len(self.columns):
+                name = self.columns[int(hit.group(1))]
+                raise DataError(f"feature column {name!r} is not numeric near row {start} "
+                                f"({msg}); encode it as the model expects, or leave it out of "
+                                "--features") from err
             raise DataError(f"cannot read {self.path.name} near row {start}: {msg}") from err
 
 
