@@ -293,3 +293,22 @@ def test_adel_aux_needs_the_label_and_runs_with_it(adult, torch_target):
                      methods=["faux"], progress=False)
     assert res.summary["aux_quality"]["kind"] == "adel"
     assert np.isfinite(res.scores.faux).all()
+
+
+def test_finite_differences_along_k_pseudo_inverse_directions_match_autograd():
+    """k = 3 aux outputs: 2k calls per row reproduce eq. 9's max over the pseudo-inverse."""
+    X, c = _proxy_world(600, seed=5)
+    rng = np.random.default_rng(6)
+    X = X.assign(x3=X.x3 + (rng.random(len(c)) < 0.5))  # a second feature carrying a group
+    c3 = c + (X.x3.values > 0.5)
+    info = ProtectedInfo("categorical", [0, 1, 2])
+    mean, scale = _standardisation(X.values)
+    aux, _ = train_aux((X.values - mean) / scale, c3, info, epochs=10)
+    grad = from_torch(torch.jit.script(ProxyModel()), "proxy", 4)
+    x = X.values[:300]
+    sa = Scorer(grad, aux, mean, scale, ["faux"]).score(x)["faux"]
+    box = Scorer(from_callable(grad.proba), aux, mean, scale, ["faux"], fd_step=1e-3)
+    sb = box.score(x)["faux"]
+    assert box.calls_per_row(3, 4) == 6
+    assert spearmanr(sa, sb)[0] >= 0.99
+    assert np.isclose(sa, sb, rtol=0.05, atol=1e-4).mean() >= 0.97
