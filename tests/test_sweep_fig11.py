@@ -56,7 +56,8 @@ def test_bad_values_are_refused(tmp_path):
     r = _run("-m", "experiment=fig11", f"hydra.sweep.dir={sweep}", "column.xc=nope",
              "model.gan.transport_weight=1e-3,-1")
     assert r.returncode == 2 and not sweep.exists()
-    last = r.stderr.strip().splitlines()[-1]
+    # the error line (a progress summary may follow it)
+    last = next(line for line in r.stderr.splitlines() if line.startswith("error: fig11 grid"))
     assert "fig11 grid refused" in last and "'nope'" in last and "-1" in last
 
 

@@ -97,7 +97,8 @@ def test_bad_override_is_refused_before_any_job(tmp_path):
     r = _run("-m", "experiment=fig5", "profile=quick", f"hydra.sweep.dir={sweep}",
              "pair=foo/magic,magic/backache", "bias=0.5,1.5", "fusion=outer,sum")
     assert r.returncode == 2
-    last = r.stderr.strip().splitlines()[-1]
+    # the error line (a progress summary may follow it)
+    last = next(line for line in r.stderr.splitlines() if line.startswith("error: fig5 grid"))
     assert last.startswith("error: fig5 grid refused")
     for needle in ("'foo'", "bias 1.5", "fusion 'sum'"):
         assert needle in last
