@@ -125,6 +125,8 @@ def test_torchscript_file_end_to_end(adult, torch_target, tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert (scores.flagged == (scores.faux > summary["settings"]["threshold"])).all()
     assert summary["flagged"]["count"] == int(scores.flagged.sum())
+    t_ng = summary["thresholds"]["faux_ng"]
+    assert t_ng["rows_above"] == int((scores.faux_ng > t_ng["threshold"]).sum())
     assert summary["scoring"]["mode"] == "autograd"
     assert summary["data"]["features"] == list(X.columns)  # sex and income excluded
     assert summary["aux_quality"]["auroc"] > 0.7  # Adult's features carry sex

@@ -166,6 +166,10 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
     methods = list(methods)
     if not methods:
         raise ConfigError("no methods given; pass at least one of faux, faux_ng, fta, faux_ig")
+    unknown = [m for m in methods if m not in DEFAULT_THRESHOLDS]
+    if unknown:
+        raise ConfigError(f"unknown method(s) {unknown}; choose from "
+                          f"{', '.join(DEFAULT_THRESHOLDS)}")
     if len(set(methods)) != len(methods):
         raise ConfigError(f"methods are repeated: {methods}")
     for v, what in ((sample, "sample"), (batch_size, "batch_size"), (aux_epochs, "aux_epochs")):
@@ -228,7 +232,9 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
             out.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
         try:
-            res = _score_all(source, feats, c_col, sc, scorer, methods, thr, tmp, bar,
+            thresholds = {m: DEFAULT_THRESHOLDS[m] for m in methods[1:]}
+            thresholds = {primary: thr, **thresholds}
+            res = _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar,
                              batch_size=int(batch_size), seed=seed, keep=data is None)
         except BaseException:
             if tmp is not None:
@@ -236,7 +242,7 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
             raise
     finally:
         bar.stop()
-    n_flag, per_group, top, plot_scores, mem_scores, t_score = res
+    n_flag, per_group, top, plot_scores, mem_scores, t_score, above = res
     top_df = _top_frame(top, scorer, feats)
     rate = n_flag / sc.n_rows
     gate_reasons = []
@@ -269,6 +275,8 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
                     "rows_per_s": round(sc.n_rows / max(t_score, 1e-9), 1)},
         "aux_quality": quality,
         "flagged": {"count": int(n_flag), "rate": rate, "by_group": per_group},
+        "thresholds": {m: {"threshold": t, "rows_above": int(above[m]),
+                           "rate_above": above[m] / sc.n_rows} for m, t in thresholds.items()},
         "top_features": [{"feature": f, "importance": float(v)}
                          for f, v in list(ranking.items())[:10]],
         "gate": {"passed": not gate_reasons, "reasons": gate_reasons,
@@ -282,9 +290,12 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
     return result
 
 
-def _score_all(source, feats, c_col, sc, scorer, methods, thr, tmp, bar, *, batch_size, seed,
+def _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar, *, batch_size,
+               seed,
                keep):
     primary = methods[0]
+    thr = thresholds[primary]
+    above = dict.fromkeys(methods, 0)
     writer = None
     rng = np.random.default_rng(seed + 1)
     keep_p = min(1.0, PLOT_SAMPLE / sc.n_rows)
@@ -301,6 +312,8 @@ def _score_all(source, feats, c_col, sc, scorer, methods, thr, tmp, bar, *, batc
             s = scorer.score(b.x)
             groups = sc.protected.group_labels(b.c)
             flagged = s[primary] > thr
+            for m in methods:
+                above[m] += int((s[m] > thresholds[m]).sum())
             n_flag += int(flagged.sum())
             g_vals, g_inv = np.unique(groups.astype(str), return_inverse=True)
             for j, g in enumerate(g_vals):
@@ -342,7 +355,7 @@ def _score_all(source, feats, c_col, sc, scorer, methods, thr, tmp, bar, *, batc
     plot_scores = {k: np.concatenate(v) if v else np.empty(0) for k, v in plot.items()}
     scores = pd.concat(mem, ignore_index=True) if mem is not None else None
     top = sorted(heap, key=lambda t: -t[0])
-    return n_flag, by_group, top, plot_scores, scores, t_score
+    return n_flag, by_group, top, plot_scores, scores, t_score, above
 
 
 def _top_frame(top, scorer, feats, n_features: int = 5) -> pd.DataFrame:
