@@ -111,7 +111,12 @@ def main(argv=None) -> int:
                     help="comma-separated recipe labels whose A.11.2 aux (Adel of c, adversary "
                          "against y) is also trained and checked (probe of y); 'all' for every one")
     ap.add_argument("--out", default="outputs/fair_recipes")
+    ap.add_argument("--toy", action="store_true",
+                    help="instead: tests/test_models_adel.py's toy (2,000 rows) and its probe "
+                         "(c accuracy of a fresh MLP on the hidden layer) per recipe")
     a = ap.parse_args(argv)
+    if a.toy:
+        return toy(a.recipes)
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     recipes = [parse_recipe(r) for r in a.recipes.split(",")]
     ep = {"max_epochs": a.max_epochs, "patience": a.patience, "accelerator": "cpu"}
@@ -161,6 +166,24 @@ def main(argv=None) -> int:
     md = summary(df)
     (out_dir / "fair_recipes.md").write_text(md)
     print(md)
+    return 0
+
+
+def toy(recipes: str) -> int:
+    """The toy of tests/test_models_adel.py: fresh-probe c accuracy and y accuracy per recipe."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from faux.models.adel import train_adel
+    from test_models_adel import _probe, _toy
+
+    x, y, c = _toy(2000, 0)
+    xv, yv, cv = _toy(1000, 1)
+    kw = dict(width=32, depth=2, max_epochs=40, patience=5, seed=0, accelerator="cpu")
+    for label, over in (parse_recipe(r) for r in recipes.split(",")):
+        fair, info = train_adel(x, y, c, xv, yv, cv, **{"alpha_decay": 0.85, **over}, **kw)
+        print(f"toy {label}: probe c accuracy {_probe(fair.net, x, c, xv, cv):.3f}, "
+              f"y accuracy {info['accuracy']:.3f}, best epoch {info['best_epoch']}", flush=True)
     return 0
 
 

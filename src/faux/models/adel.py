@@ -18,10 +18,8 @@ Training (manual optimisation in Lightning, two Adam optimisers at lr 1e-3, batc
 * ``alpha_e = alpha * alpha_decay**e`` for epoch e (alpha 100, A.11.1; decay 0.9 by
   default, our choice: alpha falls below 1 after ~44 epochs, so hiding s dominates the
   early epochs and accuracy is recovered as alpha decays; early stopping picks the epoch);
-* three guards against the instability A.11.1 mentions, each switchable, all on by
-  default (measured on a toy where s leaks through one feature and y correlates with s:
-  with none of them, a probe retrained on the hidden layer still read s at 0.96 accuracy,
-  as the plain model's did at 0.975; with all three 0.57-0.66):
+* the predictor's adversarial cost is ``alpha_e * gain``, ``gain`` being what the frozen
+  adversary gains over a constant guess (nats); the original guards, switchable:
 
   - ``flip``: the predictor maximises ``min(L(a, s), L(-a, s))`` for adversary logits a
     (binary s), so it cannot "hide" s by making the frozen adversary confidently wrong,
@@ -29,14 +27,35 @@ Training (manual optimisation in Lightning, two Adam optimisers at lr 1e-3, batc
   - ``cap``: that loss is capped at ``H_s``, the entropy (nats) of s's training marginal,
     i.e. the loss of a constant adversary: beyond chance there is nothing to gain, and
     the literal ``L_y - alpha L_adv`` is unbounded below;
-  - ``interleave``: after each predictor mini-batch step the adversary also takes one step
-    on that mini-batch, so it follows the representation within the epoch;
+  - ``interleave``: after each predictor mini-batch step the adversary also takes
+    ``adv_steps`` (1) steps on that mini-batch, so it follows the representation;
 
-* early stopping monitors ``val_loss = L_y + max(0, H_s - L_adv)`` on the validation set
-  (L_adv with the same ``flip``): the label loss plus the adversary's gain over chance,
-  both in nats. It is the training objective at alpha = 1 (up to the constant H_s), so it is
-  comparable across epochs while alpha decays. Patience starts counting only once alpha
-  has decayed to 1 (``ceil(ln alpha / ln(1/alpha_decay))`` epochs, 44 by default; capped
+* what issue 14's test-independent check (``faux.fairness_check``: a fresh probe of s on
+  the frozen hidden layer, a counterfactual proxy swap) showed was also needed, on by
+  default (docs/decisions_fair.md has every recipe tried, with its numbers). With the three
+  guards alone a fresh probe still read sex off the Adult model at AUROC 0.80 (unfair model
+  0.88) while the jointly trained adversary sat at chance:
+
+  - ``reinit``: a *fresh* adversary every iteration: re-initialised (seeded) and trained
+    its ``n_adv`` epochs at the end of each predictor epoch, before validation, so early
+    stopping, the best-epoch choice and the next predictor epoch face an adversary that
+    has not been beaten yet;
+  - ``adv_norm``: the adversary reads h standardised per unit over the batch, so the
+    predictor cannot hide s by shrinking h below the adversary's resolution (it did: a
+    standardised logistic probe read what the adversary could not);
+  - ``decor``: adds ``alpha_e * decor * sum_j corr(h_j, s)^2`` (batch correlation, s scaled
+    by its marginal std), zero exactly when no linear function of h correlates with s;
+  - ``alpha_min``: alpha decays to this floor (or alpha itself if smaller), not to 0 (1 by
+    default), so a long run does not drop the adversary and re-learn s;
+
+  ``pred_loss="prior"`` (push the adversary's output to s's marginal rate) is kept as an
+  option; it collapsed to the majority class or left s readable (decisions_fair.md);
+
+* early stopping monitors ``val_loss = L_y + max(0, gain)`` on the validation set (with
+  ``decor``, its term included): the label loss plus the adversary's gain over chance, both
+  in nats. It is the training objective at alpha = 1 (up to constants), so it is comparable
+  across epochs while alpha decays. Patience starts counting only once alpha has decayed to
+  ``max(1, alpha_min)`` (``ceil(ln alpha / ln(1/alpha_decay))`` epochs, 44 by default; capped
   by ``max_epochs``): while alpha > 1 the predictor is optimising a different objective
   and its label loss barely moves, and a plain patience of 10 stopped runs there, before
   y was learnt. The best epoch's weights (predictor and adversary), over all epochs, are
@@ -204,7 +223,8 @@ class AdelModule(TabularModule):
                     self._adv_step(opt_adv, x, s)
 
     def on_train_epoch_start(self):
-        self.alpha = max(self.alpha0 * self.alpha_decay ** self.current_epoch, self.alpha_min)
+        self.alpha = max(self.alpha0 * self.alpha_decay ** self.current_epoch,
+                         min(self.alpha_min, self.alpha0))
         # with reinit the fresh adversary of an iteration is trained at the end of the previous
         # predictor epoch (below), so that validation and early stopping see a fresh adversary
         if self.n_adv > 0 and (not self.reinit or self.current_epoch == 0):
@@ -250,9 +270,10 @@ def _accuracy(logits: torch.Tensor, t: torch.Tensor) -> float:
 def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, depth: int = 2,
                alpha: float = 100.0, alpha_decay: float = 0.9, n_adv: int = 3,
                adv_width: int = 32, adv_depth: int = 1, cap: bool = True, flip: bool = True,
-               interleave: bool = True, pred_loss: str = "bce", reinit: bool = False,
-               adv_steps: int = 1, alpha_min: float = 0.0, adv_lr: float | None = None,
-               adv_norm: bool = False, decor: float = 0.0, seed: int = 0, max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
+               interleave: bool = True, pred_loss: str = "bce", reinit: bool = True,
+               adv_steps: int = 1, alpha_min: float = 1.0, adv_lr: float | None = None,
+               adv_norm: bool = True, decor: float = 1.0, seed: int = 0,
+               max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
                lr: float = 1e-3, accelerator: str = "auto") -> tuple[AdelNet, dict]:
     """Train a classifier of ``y`` whose last hidden layer hides ``s`` (Adel et al. 2019).
 
@@ -326,12 +347,12 @@ class AdelSpec:
     flip: bool = True
     interleave: bool = True
     pred_loss: str = "bce"
-    reinit: bool = False
+    reinit: bool = True
     adv_steps: int = 1
-    alpha_min: float = 0.0
+    alpha_min: float = 1.0
     adv_lr: float | None = None
-    adv_norm: bool = False
-    decor: float = 0.0
+    adv_norm: bool = True
+    decor: float = 1.0
     max_epochs: int = 100
     patience: int | None = 10
     batch_size: int = 64
