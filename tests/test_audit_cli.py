@@ -206,3 +206,20 @@ def test_black_box_width_mismatch_is_refused():
     lr = LogisticRegression().fit(df[["x1", "x2", "x3", "proxy"]].values, df.x1 > 0)
     with pytest.raises(DataError, match="reads 4 features but the data has 3"):
         faux.audit(lr, df[["x1", "x2", "x3"]], df.gender.values, progress=False)
+
+
+def test_a_failure_while_writing_leaves_nothing(files, monkeypatch):
+    import faux.audit.report
+
+    tmp, data, model = files
+
+    def broken(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(faux.audit.report, "write_report", broken)
+    from faux.audit.core import audit
+
+    with pytest.raises(OSError, match="disk full"):
+        audit(str(model), data=str(data), protected="gender", out_dir=tmp / "out",
+              aux_epochs=3, progress=False)
+    assert not (tmp / "out").exists() and _leftovers(tmp) == []

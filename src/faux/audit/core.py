@@ -242,51 +242,56 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
             raise
     finally:
         bar.stop()
-    n_flag, per_group, top, plot_scores, mem_scores, t_score, above = res
-    top_df = _top_frame(top, scorer, feats)
-    rate = n_flag / sc.n_rows
-    gate_reasons = []
-    if fail_above is not None:
-        limit = max_flagged_rate if max_flagged_rate is not None else 0.0
-        if rate > limit:
-            gate_reasons.append(f"{n_flag} rows ({rate:.4%}) score above {fail_above} with "
-                                f"{primary}; allowed rate {limit:.4%}")
-    elif max_flagged_rate is not None and rate > max_flagged_rate:
-        gate_reasons.append(f"flagged rate {rate:.4%} exceeds {max_flagged_rate:.4%} "
-                            f"(threshold {thr})")
-    summary = {
-        "name": name,
-        "model": {"source": target.source, "kind": target.kind,
-                  "differentiable": target.differentiable},
-        "data": {"rows": sc.n_rows, "features": feats, "protected": c_col, "label": y_col},
-        "protected": {"kind": sc.protected.kind, "levels": [str(v) for v in sc.protected.levels],
-                      "counts": sc.protected.counts},
-        "settings": {"methods": methods, "primary": primary, "threshold": thr,
-                     "fail_above": fail_above, "max_flagged_rate": max_flagged_rate,
-                     "sample": int(len(sc.sample_rows)), "batch_size": int(batch_size),
-                     "seed": seed, "aux": aux, "standardisation":
-                         "features divided by their sample std after centring; 0/1 columns "
-                         "unscaled", "faux_ng_reading": "sample (per-row unit vectors)"},
-        "scoring": {"mode": "autograd" if target.differentiable else "finite differences",
-                    "device": str(scorer.device),
-                    "fd_step_std": None if target.differentiable else fd_step,
-                    "model_calls_per_row": scorer.calls_per_row(k, len(feats)),
-                    "seconds": round(t_score, 3),
-                    "rows_per_s": round(sc.n_rows / max(t_score, 1e-9), 1)},
-        "aux_quality": quality,
-        "flagged": {"count": int(n_flag), "rate": rate, "by_group": per_group},
-        "thresholds": {m: {"threshold": t, "rows_above": int(above[m]),
-                           "rate_above": above[m] / sc.n_rows} for m, t in thresholds.items()},
-        "top_features": [{"feature": f, "importance": float(v)}
-                         for f, v in list(ranking.items())[:10]],
-        "gate": {"passed": not gate_reasons, "reasons": gate_reasons,
-                 "exit_code": 0 if not gate_reasons else 1},
-        "seconds_total": round(time.perf_counter() - t_start, 3),
-    }
-    result = AuditResult(summary, ranking, top_df, mem_scores, None, not gate_reasons,
-                         plot_scores)
-    if tmp is not None:
-        _finish(result, tmp, out, report)
+    try:
+        n_flag, per_group, top, plot_scores, mem_scores, t_score, above = res
+        top_df = _top_frame(top, scorer, feats)
+        rate = n_flag / sc.n_rows
+        gate_reasons = []
+        if fail_above is not None:
+            limit = max_flagged_rate if max_flagged_rate is not None else 0.0
+            if rate > limit:
+                gate_reasons.append(f"{n_flag} rows ({rate:.4%}) score above {fail_above} with "
+                                    f"{primary}; allowed rate {limit:.4%}")
+        elif max_flagged_rate is not None and rate > max_flagged_rate:
+            gate_reasons.append(f"flagged rate {rate:.4%} exceeds {max_flagged_rate:.4%} "
+                                f"(threshold {thr})")
+        summary = {
+            "name": name,
+            "model": {"source": target.source, "kind": target.kind,
+                      "differentiable": target.differentiable},
+            "data": {"rows": sc.n_rows, "features": feats, "protected": c_col, "label": y_col},
+            "protected": {"kind": sc.protected.kind, "levels": [str(v) for v in sc.protected.levels],
+                          "counts": sc.protected.counts},
+            "settings": {"methods": methods, "primary": primary, "threshold": thr,
+                         "fail_above": fail_above, "max_flagged_rate": max_flagged_rate,
+                         "sample": int(len(sc.sample_rows)), "batch_size": int(batch_size),
+                         "seed": seed, "aux": aux, "standardisation":
+                             "features divided by their sample std after centring; 0/1 columns "
+                             "unscaled", "faux_ng_reading": "sample (per-row unit vectors)"},
+            "scoring": {"mode": "autograd" if target.differentiable else "finite differences",
+                        "device": str(scorer.device),
+                        "fd_step_std": None if target.differentiable else fd_step,
+                        "model_calls_per_row": scorer.calls_per_row(k, len(feats)),
+                        "seconds": round(t_score, 3),
+                        "rows_per_s": round(sc.n_rows / max(t_score, 1e-9), 1)},
+            "aux_quality": quality,
+            "flagged": {"count": int(n_flag), "rate": rate, "by_group": per_group},
+            "thresholds": {m: {"threshold": t, "rows_above": int(above[m]),
+                               "rate_above": above[m] / sc.n_rows} for m, t in thresholds.items()},
+            "top_features": [{"feature": f, "importance": float(v)}
+                             for f, v in list(ranking.items())[:10]],
+            "gate": {"passed": not gate_reasons, "reasons": gate_reasons,
+                     "exit_code": 0 if not gate_reasons else 1},
+            "seconds_total": round(time.perf_counter() - t_start, 3),
+        }
+        result = AuditResult(summary, ranking, top_df, mem_scores, None, not gate_reasons,
+                             plot_scores)
+        if tmp is not None:
+            _finish(result, tmp, out, report)
+    except BaseException:  # nothing partial is left behind
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return result
 
 
