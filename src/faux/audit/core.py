@@ -203,20 +203,18 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
     thr = fail_above if fail_above is not None else threshold
     primary = methods[0]
     if thr is None:
-        thr = DEFAULT_THRESHOLDS[primary] if primary in DEFAULT_THRESHOLDS else None
-    if thr is None:
-        raise ConfigError(f"no default threshold for {primary}; pass threshold")
+        thr = DEFAULT_THRESHOLDS[primary]
+    if isinstance(model, str | Path):  # before the data pass: a bad model fails fast
+        target = load_model(model, len(feats), trust_pickle=trust_pickle,
+                            trusted_types=trusted_types)
+    else:
+        target = as_target(model, len(feats))
 
     bar = _Progress(progress)
     try:
         sc = scan(source, feats, c_col, y_col, sample=int(sample), batch_size=int(batch_size),
                   seed=seed, protected_type=protected_type,
                   progress=bar.start("checking", source.n_rows))
-        if isinstance(model, str | Path):
-            target = load_model(model, len(feats), trust_pickle=trust_pickle,
-                                trusted_types=trusted_types)
-        else:
-            target = as_target(model, len(feats))
         _check_model_on_sample(target, sc.x)
         z_sample = (sc.x - sc.mean) / sc.scale
         aux_z, quality = train_aux(z_sample, sc.c, sc.protected, sc.y, kind=aux,
