@@ -1,8 +1,9 @@
 """One synthetic column (a pair, a bias, a fusion): data, target, ground truth, and scores.
 
-Shared by Table 1, Fig. 5 and Fig. 11 (and ``scripts/diagnose_column.py``). Everything a column needs that many jobs share (the
-two CVAEs, the target model, the bias-0 reference target) comes from the cache; what a job
-varies (the aux model, the GAN, Unfair Map's metric, by seed) is trained in the job.
+Shared by Table 1, Fig. 5 and Fig. 11 (and ``scripts/diagnose_column.py``). Everything a
+column needs that many jobs share (the two CVAEs, the target model, the bias-0 reference
+target) comes from the cache; what a job varies (the aux model, the GAN, Unfair Map's
+metric, by seed) is fitted in the job through the method registry (:func:`score_method`).
 
 Seeds: data draws use fixed offsets of the column seed (train +1, val +2, test +3; the bias-0
 reference +11, +12, +13), so every job of a column sees the same individuals.
