@@ -26,8 +26,9 @@ ulp: MKL rounds a batched matmul with a single output column (the head) differen
 the unbatched one. Over hundreds of steps that is usually invisible (1e-7), but when a ReLU
 pre-activation lies within rounding of zero it can switch on in one path and not in the
 other, and Adam then carries the difference on: measured on bench/aux_stack.py's data
-(4,000 x 38 and x 360, quick aux recipe, 10 seeds), 1-2 of 10 members end with weights
-1e-3 - 8e-3 apart (same epochs and best epoch), the rest within 1e-7. That is the same
+(4,000 x 38 and x 360, quick aux recipe with early stopping, 10 seeds), 1-2 of 10 members
+end with weights 2e-4 - 8e-3 apart (logits up to 7e-2; same epochs and best epoch), the
+rest within 1e-7 (logits 1e-6). That is the same
 sensitivity the single path has to any change of summation order (another BLAS, a GPU).
 """
 
