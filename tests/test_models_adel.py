@@ -123,3 +123,25 @@ def test_reinit_gives_the_same_fresh_adversary_whatever_it_learnt():
         mods.append(m)
     for p, q in zip(mods[0].model.adversary.parameters(), mods[1].model.adversary.parameters()):
         torch.testing.assert_close(p, q)
+
+
+def test_smoothed_decorrelation_surrogate_has_the_gradient_of_the_smoothed_square():
+    from faux.models.adel import AdelModule, AdelNet, _corr
+
+    g = torch.Generator().manual_seed(1)
+    s = (torch.rand(64, generator=g) < 0.2).float()
+    h = torch.randn(64, 6, generator=g, requires_grad=True)
+    m = AdelModule(AdelNet(3, 6, 1), h_s=0.5, decor=1.0, decor_momentum=0.9,
+                   s_rate=torch.tensor([0.2]))
+    m.corr_ema.fill_(0.3)
+    m.train()
+    m._decor_penalty(h, s).backward()
+    corr = _corr(h.detach(), s, torch.tensor([0.2]))
+    smooth = 0.9 * 0.3 + 0.1 * corr                  # the updated running correlation
+    torch.testing.assert_close(m.corr_ema, smooth)
+    h2 = h.detach().clone().requires_grad_(True)    # d/dh of sum 2 m corr(h), m fixed
+    (2 * smooth * _corr(h2, s, torch.tensor([0.2]))).sum().backward()
+    torch.testing.assert_close(h.grad, h2.grad)
+    m.eval()                                         # validation: the plain batch penalty
+    assert float(m._decor_penalty(h.detach(), s)) == pytest.approx(float((corr ** 2).sum()),
+                                                                    rel=1e-5)

@@ -124,6 +124,11 @@ def _sq_corr(h: torch.Tensor, s: torch.Tensor, rate: torch.Tensor | None = None
     ``rate`` (s's marginal rate per column) s is centred and scaled by it instead of by the
     batch's own mean and std, which are noisy when one group is rare (Bank: 2.8 %).
     """
+    return (_corr(h, s, rate) ** 2).sum(0).mean()
+
+
+def _corr(h: torch.Tensor, s: torch.Tensor, rate: torch.Tensor | None = None) -> torch.Tensor:
+    """Batch correlation of each hidden unit with each column of s, (width, k) (see _sq_corr)."""
     s = s.reshape(s.shape[0], -1)
     hc = h - h.mean(0)
     if rate is None:
@@ -131,8 +136,7 @@ def _sq_corr(h: torch.Tensor, s: torch.Tensor, rate: torch.Tensor | None = None
     else:
         sc, s_sd = s - rate, (rate * (1 - rate)).sqrt()
     cov = hc.T @ sc / h.shape[0]                               # (width, k)
-    corr = cov / (hc.std(0, unbiased=False)[:, None] * s_sd + 1e-6)
-    return (corr ** 2).sum(0).mean()
+    return cov / (hc.std(0, unbiased=False)[:, None] * s_sd + 1e-6)
 
 
 def _entropy(s: torch.Tensor) -> float:
@@ -149,7 +153,8 @@ class AdelModule(TabularModule):
                  flip: bool = True, interleave: bool = True, lr: float = 1e-3,
                  pred_loss: str = "bce", reinit: bool = False, adv_steps: int = 1,
                  alpha_min: float = 0.0, s_rate: torch.Tensor | None = None,
-                 adv_lr: float | None = None, seed: int = 0, decor: float = 0.0):
+                 adv_lr: float | None = None, seed: int = 0, decor: float = 0.0,
+                 decor_momentum: float = 0.0):
         super().__init__(lr=lr)
         self.model = model
         self.h_s = float(h_s)
@@ -167,8 +172,10 @@ class AdelModule(TabularModule):
         self.adv_lr = float(adv_lr) if adv_lr is not None else float(lr)
         self.seed = int(seed)
         self.decor = float(decor)
+        self.decor_momentum = float(decor_momentum)
         self.register_buffer("s_rate", torch.as_tensor(
             s_rate if s_rate is not None else 0.5, dtype=torch.float32).reshape(-1))
+        self.register_buffer("corr_ema", torch.zeros(model.net.width, self.s_rate.numel()))
 
     def forward(self, x):
         return self.model(x)
@@ -245,8 +252,23 @@ class AdelModule(TabularModule):
         l_y = F.binary_cross_entropy_with_logits(self.model.net.head(h).reshape(y.shape), y)
         gain = self._adv_gain(h, s)
         if self.decor > 0:
-            gain = gain + self.decor * _sq_corr(h, s, self.s_rate.to(h.dtype))
+            gain = gain + self.decor * self._decor_penalty(h, s)
         return l_y, gain
+
+    def _decor_penalty(self, h, s):
+        """sum_j corr(h_j, s)^2; in training with ``decor_momentum`` b > 0, the correlation is
+        smoothed over batches (m <- b m + (1 - b) corr_batch) and the penalty is the surrogate
+        ``sum 2 m corr_batch - m^2``: its value is sum m^2 when corr_batch = m, its gradient
+        2 m d corr_batch, i.e. the gradient of the squared smoothed correlation (a batch of 64
+        holds ~2 rows of Bank's rare group: sum_j corr_batch^2 is then mostly noise)."""
+        rate = self.s_rate.to(h.dtype)
+        if not self.training or self.decor_momentum <= 0:
+            return _sq_corr(h, s, rate)
+        corr = _corr(h, s, rate)
+        b = self.decor_momentum
+        m = b * self.corr_ema + (1 - b) * corr.detach()
+        self.corr_ema.copy_(m)
+        return (2 * m * corr - m ** 2).sum(0).mean()
 
     def train_minibatch(self, batch):
         opt, opt_adv = self.optimizers(use_pl_optimizer=False)
@@ -277,7 +299,8 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                adv_width: int = 32, adv_depth: int = 1, cap: bool = True, flip: bool = True,
                interleave: bool = True, pred_loss: str = "bce", reinit: bool = False,
                adv_steps: int = 1, alpha_min: float = 1.0, adv_lr: float | None = None,
-               adv_norm: bool = True, decor: float = 1.0, seed: int = 0,
+               adv_norm: bool = True, decor: float = 1.0, decor_momentum: float = 0.0,
+               seed: int = 0,
                max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
                lr: float = 1e-3, accelerator: str = "auto") -> tuple[AdelNet, dict]:
     """Train a classifier of ``y`` whose last hidden layer hides ``s`` (Adel et al. 2019).
@@ -316,7 +339,8 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
     module = AdelModule(model, _entropy(s), alpha, alpha_decay, n_adv, cap, flip, interleave,
                         lr, pred_loss=pred_loss, reinit=reinit, adv_steps=adv_steps,
                         alpha_min=alpha_min, s_rate=s.reshape(s.shape[0], -1).mean(0),
-                        adv_lr=adv_lr, seed=seed, decor=decor)
+                        adv_lr=adv_lr, seed=seed, decor=decor,
+                        decor_momentum=decor_momentum)
     warm = (math.ceil(math.log(alpha / max(alpha_min, 1.0)) / -math.log(alpha_decay))
             if alpha > max(alpha_min, 1.0) and alpha_decay < 1 else 0)
     start = time.perf_counter()
@@ -358,6 +382,7 @@ class AdelSpec:
     adv_lr: float | None = None
     adv_norm: bool = True
     decor: float = 1.0
+    decor_momentum: float = 0.0
     max_epochs: int = 100
     patience: int | None = 10
     batch_size: int = 64
