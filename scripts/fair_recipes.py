@@ -10,10 +10,10 @@ the training split subsampled to ``--max-train-rows`` (8,000; the study's seeded
 early stopping on the validation split (``--max-epochs`` 30, patience 5), checks on the
 test split. Each recipe is a set of ``AdelSpec`` overrides (:data:`RECIPES`). ``--aux R``
 also trains the A.11.2 aux (Adel of c, adversary against y) with recipe R and reports
-its probe AUROC for y.
+its probe AUROC for y (and its own test AUROC for c).
 
     FAUX_DATA_DIR=/work/shared/data OMP_NUM_THREADS=1 .venv/bin/python scripts/fair_recipes.py \\
-        --recipes guards,default --aux default --seeds 0,1 --out /tmp/fair_recipes
+        --recipes guards,default --aux guards --seeds 0,1 --out /tmp/fair_recipes
 
 Writes ``<out>/fair_recipes.csv`` (one row per dataset, seed, model) and ``fair_recipes.md``
 (mean over seeds per dataset and recipe, with the targets marked).
@@ -96,6 +96,7 @@ def rows_for(name: str, seed: int, max_rows: int | None):
 
 def main(argv=None) -> int:
     import torch
+    from sklearn.metrics import roc_auc_score
 
     from faux.fairness_check import fairness_check, proxy_edits
     from faux.models.adel import AdelSpec
@@ -110,8 +111,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-epochs", type=int, default=30)
     ap.add_argument("--patience", type=int, default=5)
     ap.add_argument("--aux", default="",
-                    help="comma-separated recipe labels whose A.11.2 aux (Adel of c, adversary "
-                         "against y) is also trained and checked (probe of y); 'all' for every one")
+                    help="a recipe (NAME or NAME:overrides) with which the A.11.2 aux (Adel of c, "
+                         "adversary against y) is also trained and checked (probe of y)")
     ap.add_argument("--out", default="outputs/fair_recipes")
     ap.add_argument("--toy", action="store_true",
                     help="instead: tests/test_models_adel.py's toy (2,000 rows) and its probe "
@@ -160,17 +161,22 @@ def main(argv=None) -> int:
                                 "best_epoch": finfo["best_epoch"],
                                 "adv_accuracy": finfo["adv_accuracy"], **chk})
                 print(_line(records[-1]), flush=True)
-                if a.aux == "all" or label in a.aux.split(","):
-                    t = time.perf_counter()
-                    aux, ainfo = spec.train(x, c, y, d.X_val, d.c_val, d.y_val,
-                                            seed=seed + 2000, **ep)
-                    a_s = time.perf_counter() - t
-                    chk = fairness_check(aux, *args, target="y", y_train=y, y_val=d.y_val,
-                                         seed=seed + 4000)
-                    records.append({"dataset": name, "seed": seed, "recipe": label,
-                                    "model": "aux", "train_s": a_s, "epochs": ainfo["epochs"],
-                                    "adv_accuracy": ainfo["adv_accuracy"], **chk})
-                    print(_line(records[-1]), flush=True)
+            if a.aux:
+                label, over = parse_recipe(a.aux)
+                spec = AdelSpec(**{**asdict(AdelSpec()), **over})
+                t = time.perf_counter()
+                aux, ainfo = spec.train(x, c, y, d.X_val, d.c_val, d.y_val, seed=seed + 2000,
+                                        **ep)
+                a_s = time.perf_counter() - t
+                chk = fairness_check(aux, *args, target="y", y_train=y, y_val=d.y_val,
+                                     seed=seed + 4000)
+                with torch.no_grad():
+                    c_auc = roc_auc_score(d.c_test, aux(torch.as_tensor(d.X_test)).numpy())
+                records.append({"dataset": name, "seed": seed, "recipe": label, "model": "aux",
+                                "train_s": a_s, "epochs": ainfo["epochs"],
+                                "best_epoch": ainfo["best_epoch"], "aux_c_auroc": c_auc,
+                                "adv_accuracy": ainfo["adv_accuracy"], **chk})
+                print(_line(records[-1]) + f"  aux c AUROC {c_auc:.3f}", flush=True)
             pd.DataFrame(records).to_csv(out_dir / "fair_recipes.csv", index=False)
     df = pd.DataFrame(records)
     df.to_csv(out_dir / "fair_recipes.csv", index=False)
