@@ -14,7 +14,7 @@ from faux.fairness_check import (
     proxy_edits,
     proxy_swap,
 )
-from faux.models.adel import train_adel
+from faux.models.adel import AdelSpec
 from faux.models.mlp import train_mlp
 
 
@@ -86,7 +86,7 @@ def test_fair_model_hides_c_and_moves_less_under_the_proxy_swap():
     xt, yt, ct = _planted(1000, 2)
     kw = dict(width=16, depth=2, max_epochs=20, patience=None, seed=0, accelerator="cpu")
     unfair, _ = train_mlp(x, y, xv, yv, **kw)
-    fair, _ = train_adel(x, y, c, xv, yv, cv, alpha_decay=0.85, **kw)
+    fair, _ = AdelSpec(alpha_decay=0.85).train(x, y, c, xv, yv, cv, **kw)   # the fair recipe
     args = (x, c, xv, cv, xt, ct, yt)
     u = fairness_check(unfair, *args, proxy_edits=[(2, 3)], probe={"max_epochs": 10})
     f = fairness_check(fair, *args, proxy_edits=[(2, 3)], probe={"max_epochs": 10})

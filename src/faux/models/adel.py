@@ -34,7 +34,8 @@ Training (manual optimisation in Lightning, two Adam optimisers at lr 1e-3, batc
   the frozen hidden layer, a counterfactual proxy swap) showed was also needed
   (docs/decisions_fair.md has every recipe tried, with its numbers). With the three guards
   alone a fresh probe still read sex off the Adult model at AUROC 0.80 (unfair model 0.88)
-  while the jointly trained adversary sat at chance. On by default:
+  while the jointly trained adversary sat at chance. On in ``AdelSpec()`` (the fair
+  model's recipe; ``train_adel``'s keyword defaults stay the guards alone):
 
   - ``adv_norm``: the adversary reads h standardised per unit over the batch, so the
     predictor cannot hide s by shrinking h below the adversary's resolution (it did: a
@@ -298,8 +299,8 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                alpha: float = 100.0, alpha_decay: float = 0.9, n_adv: int = 3,
                adv_width: int = 32, adv_depth: int = 1, cap: bool = True, flip: bool = True,
                interleave: bool = True, pred_loss: str = "bce", reinit: bool = False,
-               adv_steps: int = 1, alpha_min: float = 1.0, adv_lr: float | None = None,
-               adv_norm: bool = True, decor: float = 1.0, decor_momentum: float = 0.0,
+               adv_steps: int = 1, alpha_min: float = 0.0, adv_lr: float | None = None,
+               adv_norm: bool = False, decor: float = 0.0, decor_momentum: float = 0.0,
                seed: int = 0,
                max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
                lr: float = 1e-3, accelerator: str = "auto") -> tuple[AdelNet, dict]:
@@ -363,7 +364,13 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
 
 @dataclass(frozen=True)
 class AdelSpec:
-    """Hyper-parameters of ``train_adel`` (Hydra ``_target_`` of conf/model/{fair,aux}/adel)."""
+    """Hyper-parameters of ``train_adel`` (Hydra ``_target_`` of conf/model/{fair,aux}/adel).
+
+    Its defaults are the fair-model recipe chosen with issue 14's check (``adv_norm``,
+    ``decor``, ``alpha_min``; docs/decisions_fair.md); ``train_adel``'s own keyword defaults
+    stay the first implementation's recipe (the guards alone), which other callers (the
+    audit's Adel aux, conf/model/aux/adel.yaml) use.
+    """
 
     width: int = 64
     depth: int = 2
