@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score
 
+from faux.cache import Cache
 from faux.errors import ConfigError
 from faux.reports.fig5 import build as build_fig5
 from faux.reports.fig5 import fig5_frame, fig5_groups, load_fig5, quantile_bins
@@ -25,7 +26,6 @@ from faux.studies.grid import (
     parse_pair,
     sweep_values,
 )
-from faux.studies.locks import cache_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = "{epochs: 2, max_steps: 20, hidden: 16, depth: 1}"
@@ -106,22 +106,22 @@ def test_bad_override_is_refused_before_any_job(tmp_path):
 
 
 def test_cache_lock_is_exclusive_between_processes(tmp_path):
-    code = ("import sys,time;from faux.studies.locks import cache_lock\n"
-            "with cache_lock(sys.argv[1], 'x'):\n"
+    code = ("import sys,time;from faux.cache import Cache\n"
+            "with Cache(sys.argv[1]).lock('x'):\n"
             "    print(time.time(), flush=True); time.sleep(0.6); print(time.time())\n")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)],
                               stdout=subprocess.PIPE, text=True) for _ in range(2)]
     spans = sorted(tuple(map(float, p.communicate()[0].split())) for p in procs)
     assert spans[1][0] >= spans[0][1] - 1e-3        # the second entered after the first left
-    with cache_lock(tmp_path, "a/b c") as held:         # odd names are made safe
+    with Cache(tmp_path).lock("a/b c") as held:         # odd names are made safe
         assert held and (tmp_path / "locks" / "a_b_c.lock").exists()
     # non-blocking: False at once while another process holds the lock, True once free
     p = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
                          text=True)
     p.stdout.readline()                                 # the other process holds it now
-    with cache_lock(tmp_path, "x", blocking=False) as held:
+    with Cache(tmp_path).lock("x", blocking=False) as held:
         assert held is False
-    with cache_lock(tmp_path, "x") as held:             # blocks until the other releases it
+    with Cache(tmp_path).lock("x") as held:             # blocks until the other releases it
         assert held and p.wait(timeout=10) == 0
 
 

@@ -11,11 +11,13 @@ reference +11, +12, +13), so every job of a column sees the same individuals.
 Shared builds: :func:`prepare_shared` builds each dataset's CVAE once in total
 (:func:`ensure_generators`, one lock per dataset) and a column's target and bias-0 reference
 under one lock per (pair, fusion, seed, recipe), so parallel jobs never train the same
-artifact twice (the lock helper: ``faux.studies.locks``).
+artifact twice (the locks: ``faux.cache.Cache.lock``, files ``<cache>/locks/<name>.lock``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
 from collections.abc import Iterable
@@ -29,7 +31,6 @@ from faux.errors import ConfigError
 from faux.methods import registry
 from faux.methods.protocol import Batch, MethodConfig, TrainData
 from faux.models.mlp import MLP, MLPSpec
-from faux.studies.locks import cache_lock, key_name
 from faux.synth.ground_truth import ifs, ifs_labels, ifs_threshold, positive_rate
 from faux.synth.sampler import GENERATOR_VERSION, SyntheticGenerator, SyntheticSet, generator_config
 
@@ -222,15 +223,21 @@ def ensure_generators(datasets: Iterable[str], *, gen_cfgs: dict | None, gen_opt
     pending = list(dict.fromkeys(datasets))
     while pending:
         for name in list(pending):                 # first every dataset nobody is building
-            with cache_lock(cache.root, f"generator-{name}", blocking=False) as held:
+            with cache.lock(f"generator-{name}", blocking=False) as held:
                 if held:
                     built[name] = build(name)
                     pending.remove(name)
         if pending:                                # then wait for the ones being built
             name = pending.pop(0)
-            with cache_lock(cache.root, f"generator-{name}"):
+            with cache.lock(f"generator-{name}"):
                 built[name] = build(name)
     return {name: built[name] for name in dict.fromkeys(datasets)}
+
+
+def key_name(prefix: str, key: dict) -> str:
+    """A short lock name for a key dict (``prefix-<hash>``)."""
+    blob = json.dumps(key, sort_keys=True, default=str).encode()
+    return f"{prefix}-{hashlib.sha256(blob).hexdigest()[:16]}"
 
 
 def _n_entries(root) -> int:
@@ -262,7 +269,7 @@ def prepare_shared(col: Column, cs: ColumnSettings, target_spec: MLPSpec, seed: 
     ref_key = {"xc": col.xc, "xy": col.xy, "fusion": col.fusion, "seed": int(seed),
                "spec": target_spec.__dict__, "sizes": sizes, "gen": gen_cfgs,
                "opts": cs.gen_opts}
-    with cache_lock(cache.root, key_name("column", ref_key)):
+    with cache.lock(key_name("column", ref_key)):
         pc = prepare_column(col, sizes=sizes, target_spec=target_spec, gen_cfgs=gen_cfgs,
                             gen_opts=cs.gen_opts, seed=seed, k=cs.threshold_k,
                             output=cs.output, cache=cache, accelerator=cs.accelerator,
