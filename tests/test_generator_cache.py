@@ -138,3 +138,22 @@ def test_cvae_trains_on_the_cpu_whatever_the_hardware(monkeypatch, tmp_path):
     monkeypatch.setattr(training, "fit", spy)
     build_dataset_generator("backache", TINY, cache=Cache(tmp_path))
     assert seen == ["cpu"]
+
+
+def test_generator_key_records_the_cpu_kernels():
+    """AVX2 and AVX-512 kernels round differently (a CVAE trained under one is not the one
+    trained under the other), so a shared cache keeps them apart."""
+    import os
+    import subprocess
+    import sys
+
+    from faux.synth.sampler import cpu_kernels, generator_cache_key, generator_config
+
+    key = generator_cache_key("backache", generator_config("backache"))
+    assert key["cpu"] == cpu_kernels() and key["cpu"].startswith(
+        torch.backends.cpu.get_cpu_capability())
+    code = "from faux.synth.sampler import cpu_kernels; print(cpu_kernels())"
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "AVX2"}
+    other = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=120).stdout.strip()
+    assert other == "DEFAULT/mkl_cbwr=AVX2" != key["cpu"]

@@ -220,12 +220,21 @@ def generator_cache_key(name: str, cfg: dict, *, seed: int = 0, root=None) -> di
     """The cache key of dataset ``name``'s generator under the full config ``cfg``.
 
     Holds the SHA-256 of the data file it trains on and the code version of
-    GENERATOR_MODULES, so a changed row or a changed line of code makes a new key."""
+    GENERATOR_MODULES, so a changed row or a changed line of code makes a new key; and the
+    CPU kernels torch uses (``cpu``), since AVX2 and AVX-512 kernels round differently and
+    a CVAE trained on one is not bit-identical to one trained on the other."""
     from faux.data.pmlb_data import pmlb_path
 
     return {"what": "dataset_generator", "code": GENERATOR_VERSION, "dataset": name,
             "data_sha256": data_checksum(pmlb_path(name, root)), "cfg": dict(cfg),
-            "seed": int(seed)}
+            "seed": int(seed), "cpu": cpu_kernels()}
+
+
+def cpu_kernels() -> str:
+    """torch's CPU kernel set (e.g. ``AVX512``) and MKL's pinned code path, if any."""
+    import os
+
+    return f"{torch.backends.cpu.get_cpu_capability()}/mkl_cbwr={os.environ.get('MKL_CBWR', '')}"
 
 
 @dataclass
