@@ -123,21 +123,28 @@ def test_column_options_are_checked_before_training():
         assert "\n" not in str(err.value)
 
 
-def test_cvae_trains_on_the_cpu_whatever_the_hardware(monkeypatch, tmp_path):
+def test_cvae_trains_on_one_cpu_thread_whatever_the_setting(monkeypatch, tmp_path):
     """A cached generator must not depend on the machine that built it: train_cvae asks for
-    the CPU explicitly (accelerator="auto" would pick a GPU where one exists)."""
+    the CPU explicitly (accelerator="auto" would pick a GPU where one exists) and one torch
+    thread (2 threads gave another australian CVAE), and restores the caller's threads."""
     import faux.models.training as training
 
     seen = []
     real_fit = training.fit
 
     def spy(*args, **kwargs):
-        seen.append(kwargs.get("accelerator", "auto"))
+        seen.append((kwargs.get("accelerator", "auto"), torch.get_num_threads()))
         return real_fit(*args, **kwargs)
 
     monkeypatch.setattr(training, "fit", spy)
-    build_dataset_generator("backache", TINY, cache=Cache(tmp_path))
-    assert seen == ["cpu"]
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        build_dataset_generator("backache", TINY, cache=Cache(tmp_path))
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [("cpu", 1)]
 
 
 def test_generator_key_records_the_cpu_kernels():

@@ -25,6 +25,9 @@ from faux.synth.encoding import block_bounds
 
 DECODINGS = ("gumbel", "softmax")
 
+#: torch threads while a CVAE trains (fixed: the result must not depend on the machine)
+TRAIN_THREADS = 1
+
 
 def _mlp(d_in: int, hidden: int, depth: int, d_out: int) -> nn.Sequential:
     layers: list[nn.Module] = []
@@ -157,9 +160,11 @@ def train_cvae(x: np.ndarray, y: np.ndarray, block_sizes, *, hidden: int, depth:
     """Fit a CVAE on encoded rows ``x`` (float, n x dim) and labels ``y`` (0/1).
 
     ``max_steps`` caps optimiser steps by lowering the epoch count (magic has 19k rows).
-    Training runs on the CPU whatever hardware is present: a generator is cached and shared,
-    so it must be the same on every machine (on a GPU, "auto" would give other weights, and
-    every synthetic dataset downstream would change with the machine that built it).
+    Training runs on the CPU with one torch thread whatever the hardware and the caller's
+    thread setting: a generator is cached and shared, so it must not depend on the machine
+    or the environment that built it (on a GPU, "auto" gave other weights; with 2 threads
+    instead of 1 the australian CVAE came out different too, as CPU reductions split by
+    thread round differently, and 3,000 Adam steps amplify the last bit).
     """
     from faux.models.training import fit
 
@@ -179,8 +184,13 @@ def train_cvae(x: np.ndarray, y: np.ndarray, block_sizes, *, hidden: int, depth:
     model = CVAE(block_sizes, hidden=hidden, depth=depth, latent_dim=latent_dim, beta=beta, lr=lr)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y.astype(np.float32))
     val = (xt[val_idx], yt[val_idx]) if n_val > 0 else None
-    info = fit(model, (xt[tr_idx], yt[tr_idx]), val, max_epochs=epochs, patience=patience,
-               batch_size=batch_size, seed=seed, accelerator="cpu")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(TRAIN_THREADS)
+    try:
+        info = fit(model, (xt[tr_idx], yt[tr_idx]), val, max_epochs=epochs, patience=patience,
+                   batch_size=batch_size, seed=seed, accelerator="cpu")
+    finally:
+        torch.set_num_threads(threads)
     info["max_epochs"] = epochs
     info["kl_nats"] = model.kl_nats(xt, yt)
     model.eval()
