@@ -106,7 +106,7 @@ def test_spec_api_matches_spec_train_and_leaves_global_rng_alone():
     state = torch.get_rng_state()
     together = train_mlps_stacked(spec, x, t, xv, tv, seeds=[0, 1], accelerator="cpu")
     assert torch.equal(torch.get_rng_state(), state)
-    via_spec = spec.train_many(x, t, xv, tv, seeds=[0, 1], accelerator="cpu", width=6)
+    via_spec = train_mlps_stacked(spec, x, t, xv, tv, seeds=[0, 1], accelerator="cpu", width=6)
     for s, res, res6 in zip([0, 1], together, via_spec):
         _same(res, spec.train(x, t, xv, tv, seed=s, accelerator="cpu"), xv)
         _same(res6, spec.train(x, t, xv, tv, seed=s, accelerator="cpu", width=6), xv)

@@ -46,6 +46,8 @@ def _nonneg_float(v: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from faux.audit.scoring import audit_methods  # the registry's target+aux methods
+
     p = argparse.ArgumentParser(prog="faux", description="faux: individual-fairness testing "
                                 "by gradient alignment (fAux).")
     sub = p.add_subparsers(dest="command", required=True)
@@ -78,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output folder (default outputs/audit/<data file name>); replaced "
                    "only once the audit completes")
     a.add_argument("--methods", nargs="+", default=["faux", "faux_ng"],
-                   choices=["faux", "faux_ng", "faux_ig", "fta"],
+                   choices=audit_methods(),
                    help="scorers, one score column each (default: faux faux_ng); the first "
                    "decides who is flagged. faux_ig needs a torch model")
     a.add_argument("--trust-pickle", action="store_true",

@@ -5,10 +5,11 @@ one standard deviation of the feature in the sample; 0/1 columns unscaled), the 
 aux model is trained in, so that eq. 9's pseudo-inverse and eq. 10's cosine do not depend
 on the units the features happen to be recorded in.
 
-- torch models: ``faux.score`` on ``target(mean + scale * z)`` and the aux, the same code as
-  Table 1's, on the GPU when one is available. fAux+NG uses the per-sample reading (``ng="sample"``): the per-feature reading
-  divides by spreads over the rows scored *together*, so a row's score would depend on the
-  batch it falls in.
+- torch models: ``faux.methods.gradients.score`` (``faux.score``) on
+  ``target(mean + scale * z)`` and the aux, the same code as Table 1's, on the GPU when
+  one is available. fAux+NG uses the per-sample reading (``ng="sample"``): the per-feature
+  reading divides by spreads over the rows scored *together*, so a row's score would depend
+  on the batch it falls in.
 - black boxes (anything else): the model is only called. fAux (eq. 9) is the derivative of
   the model's probability along each pseudo-inverse direction ``p_j`` of the aux Jacobian
   ``J`` (rows of ``J^T (J J^T)^+``), by central differences with step ``h`` (in standard
@@ -26,15 +27,22 @@ import numpy as np
 import torch
 from torch import nn
 
-import faux
 from faux.audit.aux import Unstandardised
 from faux.audit.models import TargetModel
 from faux.errors import ConfigError
+from faux.methods import registry
 from faux.methods.gradients import faux_from_gradients, input_gradients, ng_from_gradients
+from faux.methods.gradients import score as gradient_score
 
-TORCH_METHODS = ("faux", "faux_ng", "faux_ig", "fta")
-BLACKBOX_METHODS = ("faux", "faux_ng", "fta")
+TORCH_ONLY = ("faux_ig",)  # integrated gradients need autograd through the model
 FD_ROWS = 1 << 16  # model rows per black-box call (bounds the perturbation arrays)
+
+
+def audit_methods(differentiable: bool = True) -> tuple[str, ...]:
+    """The methods an audit can run: the registry's methods that need only the target and
+    an aux model (fta, faux, faux_ng, faux_ig), less the torch-only ones for a black box."""
+    names = registry.names(provides=("target", "aux"))
+    return names if differentiable else tuple(m for m in names if m not in TORCH_ONLY)
 
 
 class Scorer:
@@ -42,7 +50,7 @@ class Scorer:
 
     def __init__(self, target: TargetModel, aux_z: nn.Module, mean, scale, methods, *,
                  fd_step: float = 0.1, batch_size: int = 65536):
-        allowed = TORCH_METHODS if target.differentiable else BLACKBOX_METHODS
+        allowed = audit_methods(target.differentiable)
         for m in methods:
             if m not in allowed:
                 kind = "a differentiable (torch)" if target.differentiable else "a black-box"
@@ -130,9 +138,9 @@ class Scorer:
         out = {}
         if self.target.differentiable:
             for m in self.methods:
-                s = faux.score(m, self.target_z, None if m == "fta" else self.aux, z,
-                               **({"ng": "sample"} if m == "faux_ng" else {}),
-                               batch_size=self.batch_size)
+                s = gradient_score(m, self.target_z, None if m == "fta" else self.aux, z,
+                                   **({"ng": "sample"} if m == "faux_ng" else {}),
+                                   batch_size=self.batch_size)
                 out[m] = s.double().cpu().numpy()
             return out
         J = self._aux_jacobian(z)

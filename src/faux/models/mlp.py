@@ -7,8 +7,9 @@ the first layer, for reference models that may only see part of the input.
 
 ``train_mlp`` trains a binary classifier (BCE with logits) with the paper's recipe (A.11.2):
 batch 64, Adam at lr 1e-3, early stopping on the validation loss (patience 10, best weights
-restored). ``train_mlps_stacked`` (``MLPSpec.train_many``) trains several seeds of one
-recipe at once, each as ``train_mlp`` would (``faux.models.stacked``).
+restored). ``faux.models.stacked.train_mlps_stacked(spec, ..., seeds)`` trains several
+seeds of one ``MLPSpec`` at once, each as ``train_mlp`` would; it builds on this module,
+which does not import it back (no import cycle).
 """
 
 from __future__ import annotations
@@ -156,19 +157,14 @@ class MLPSpec:
     batch_size: int = 64
     lr: float = 1e-3
 
+    def train_kwargs(self, **overrides) -> dict:
+        """These hyper-parameters as ``train_mlp`` keywords (keyword ``overrides`` win)."""
+        return {"width": self.width, "depth": self.depth, "max_epochs": self.max_epochs,
+                "patience": self.patience, "batch_size": self.batch_size, "lr": self.lr,
+                **overrides}
+
     def train(self, x, t, x_val=None, t_val=None, *, seed: int = 0,
               accelerator: str = "auto", **overrides) -> tuple[MLP, dict]:
         """``train_mlp`` with these hyper-parameters (keyword ``overrides`` win)."""
-        kw = {"width": self.width, "depth": self.depth, "max_epochs": self.max_epochs,
-              "patience": self.patience, "batch_size": self.batch_size, "lr": self.lr}
-        kw.update(overrides)
-        return train_mlp(x, t, x_val, t_val, seed=seed, accelerator=accelerator, **kw)
-
-    def train_many(self, x, t, x_val=None, t_val=None, *, seeds,
-                   accelerator: str = "auto", **overrides) -> list[tuple[MLP, dict]]:
-        """``[self.train(..., seed=s) for s in seeds]``, trained together as one stacked
-        network (``faux.models.stacked.train_mlps_stacked``; same result per seed)."""
-        from faux.models.stacked import train_mlps_stacked
-
-        return train_mlps_stacked(self, x, t, x_val, t_val, seeds=seeds,
-                                  accelerator=accelerator, **overrides)
+        return train_mlp(x, t, x_val, t_val, seed=seed, accelerator=accelerator,
+                         **self.train_kwargs(**overrides))

@@ -279,10 +279,10 @@ def train_mlps_stacked(spec: MLPSpec, x, t, x_val=None, t_val=None, *, seeds,
                        accelerator: str = "auto", **overrides) -> list[tuple[MLP, dict]]:
     """``[spec.train(x, t, x_val, t_val, seed=s) for s in seeds]``, trained as one stack.
 
+    The stacked counterpart of ``MLPSpec.train`` (kept here, not as an ``MLPSpec`` method,
+    so that this module builds on ``faux.models.mlp`` without ``mlp`` importing it back).
     Each element is what ``spec.train`` returns for that seed (up to float summation order;
     same ``info`` keys), so callers can cache each member under its own key.
     """
-    kw = {"width": spec.width, "depth": spec.depth, "max_epochs": spec.max_epochs,
-          "patience": spec.patience, "batch_size": spec.batch_size, "lr": spec.lr}
-    kw.update(overrides)
-    return train_mlp_stack(x, t, x_val, t_val, seeds=seeds, accelerator=accelerator, **kw)
+    return train_mlp_stack(x, t, x_val, t_val, seeds=seeds, accelerator=accelerator,
+                           **spec.train_kwargs(**overrides))
