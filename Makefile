@@ -50,6 +50,7 @@ bench: install ## speed ratios of the scorers and training loop (prints name: va
 	$(PY) bench/scorers.py
 	$(PY) bench/gans.py
 	$(PY) bench/aux_stack.py
+	$(PY) bench/audit.py --rows 1000000
 
 SWEEP = outputs/$(1)/multiruns/$(PROFILE)
 # A sweep writes into a folder fixed per profile, so rerunning after an interruption finds
