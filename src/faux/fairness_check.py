@@ -57,6 +57,50 @@ PROXY_EDITS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+#: issue 14's targets for a fair model, against the unfair model of the same data and seed
+TARGETS = {"probe_max": 0.60, "swap_ratio": 0.5, "accuracy_drop": 0.02}
+
+
+def verdict(unfair: dict, fair: dict, targets: dict | None = None) -> dict:
+    """A fair model's check against issue 14's targets, given both models' checks.
+
+    ``unfair`` and ``fair`` are :func:`fairness_check` outputs (or their means over seeds;
+    missing or NaN values count as not measured). ``probe``: the fair model's probe AUROC ≤
+    ``probe_max``; ``swap``: its proxy-swap |Δp| ≤ ``swap_ratio`` × the unfair model's (None
+    when either swap was not measured, e.g. no declared edit); ``accuracy``: at most
+    ``accuracy_drop`` below the unfair model's. ``pass``: every check that could be made
+    holds; ``fails``: one short line per failed check (measured against required).
+    """
+    t = {**TARGETS, **(targets or {})}
+
+    def val(d, k):
+        v = d.get(k)
+        return None if v is None or not np.isfinite(v) else float(v)
+
+    checks, fails = {}, []
+    pr = val(fair, "probe_auroc")
+    checks["probe"] = pr is not None and pr <= t["probe_max"]
+    if not checks["probe"]:
+        fails.append(f"probe AUROC {_num(pr)} > {t['probe_max']:.2f}")
+    su, sf = val(unfair, "proxy_swap_mean_abs_dprob"), val(fair, "proxy_swap_mean_abs_dprob")
+    if su is None or sf is None:
+        checks["swap"] = None
+    else:
+        checks["swap"] = sf <= t["swap_ratio"] * su
+        if not checks["swap"]:
+            fails.append(f"swap {_num(sf)} > {_num(t['swap_ratio'] * su)}")
+    au, af = val(unfair, "accuracy"), val(fair, "accuracy")
+    checks["accuracy"] = au is not None and af is not None and af >= au - t["accuracy_drop"]
+    if not checks["accuracy"]:
+        need = None if au is None else au - t["accuracy_drop"]
+        fails.append(f"accuracy {_num(af)} < {_num(need)}")
+    return {"checks": checks, "pass": not fails, "fails": fails, "targets": t}
+
+
+def _num(v) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
 def proxy_edits(dataset: str) -> tuple[tuple[str, str], ...]:
     """The declared proxy edits of a dataset (column-name pairs; empty when none are declared).
 

@@ -29,12 +29,17 @@ seed, so every model is trained once and every method scores the same individual
 5. costs (Table 4): parameters and training time of FlipTest (both generators and both
    critics) and of the aux model (the predictor network; its adversary is reported apart).
 
-Facts about the two targets, for reading Fig. 4: test accuracy of y, demographic-parity
-gap on the test split, the Adel adversary's accuracy (fair model only), and for both models
-a *probe*: a fresh MLP trained on the model's last hidden layer to predict c (same probe,
-same data for both), its validation accuracy and AUROC beside the majority rate. For Adult, also the
-mean |p(x) - p(x')| when ``relationship=Husband`` and ``relationship=Wife`` are swapped
-(a hand-made counterfactual along the strongest proxy of sex).
+The fairness check (issue 14; :func:`faux.fairness_check.fairness_check`, independent of
+every compared test) runs on both targets and on the aux in every job, on the test split: a
+fresh probe's AUROC for c on the model's last hidden layer (for y on the aux's: A.11.2 keeps
+the aux from reading y), the counterfactual proxy swap's mean |Δp| over the dataset's declared
+edits (``proxy_edits``), the demographic-parity gap and the accuracy. :func:`fair_verdict`
+holds the fair model against issue 14's targets (``RealSettings.targets``: probe AUROC ≤ 0.60,
+swap ≤ half the unfair model's, accuracy within 2 points); the verdict goes to
+``metrics.fairness_check`` with the three checks, and a fair model that fails is flagged by
+the Fig. 4 report, never silently used. The fair model's recipe can differ per dataset
+(``RealSettings.fair_by_dataset``: AdelSpec fields overridden for one dataset; recorded in
+``metrics.fairness_check.fair_overrides``).
 
 Seeds: the job's seed splits the table (``load_real``) and draws the training subsample and
 the scored individuals; each trained part gets its own seed (``seed + SEED_OFFSETS[part]``), so
@@ -64,6 +69,7 @@ import torch
 
 from faux.data.real import RealData
 from faux.errors import ConfigError, DataError
+from faux.fairness_check import TARGETS
 from faux.methods import registry
 from faux.methods.protocol import Batch, MethodConfig, TrainData
 
@@ -79,8 +85,6 @@ QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 #: and the aux model share an architecture, and the same seed would give them the same initial
 #: weights and mini-batch order, which could itself align their gradients
 SEED_OFFSETS = {"unfair": 0, "fair": 1000, "aux": 2000, "gan": 3000, "probe": 4000}
-#: hand-made counterfactual swaps (two one-hot columns exchanged) per dataset
-PROXY_SWAPS = {"adult": ("relationship=Husband", "relationship=Wife")}
 
 
 @dataclass(frozen=True)
@@ -97,7 +101,10 @@ class RealSettings:
     report_options: dict = field(default_factory=dict)  # faux_report options
     unfair_map: dict = field(default_factory=dict)      # UnfairMap(**...)
     fta_lin: dict = field(default_factory=dict)         # FTALin(**...)
-    probe: dict = field(default_factory=lambda: {"width": 32, "depth": 1, "max_epochs": 20})
+    probe: dict = field(default_factory=lambda: {"width": 32, "depth": 1, "max_epochs": 30,
+                                                 "patience": 5})  # fairness_check's MLP probe
+    targets: dict = field(default_factory=lambda: dict(TARGETS))
+    fair_by_dataset: dict = field(default_factory=dict)  # dataset -> AdelSpec field overrides
     n_random_rankings: int = 1000
     gan_quality_rows: int | None = 2000   # validation rows for FlipTest's KS / MSE metrics
     accelerator: str = "auto"
@@ -112,6 +119,22 @@ class RealSettings:
             if name in methods() or not isinstance(v, dict) or v.get("method") not in scorers:
                 raise ConfigError(f"variant {name!r} must be a new name with "
                                   f"method in {scorers}; got {v!r}")
+        unknown = set(self.targets) ^ set(TARGETS)
+        if unknown:
+            raise ConfigError(f"real_study.targets must have exactly the keys {sorted(TARGETS)}; "
+                              f"got {sorted(self.targets)}")
+        from faux.models.adel import AdelSpec
+
+        fields = set(AdelSpec.__dataclass_fields__)
+        for name, over in self.fair_by_dataset.items():
+            bad = sorted(set(over or {}) - fields)
+            if bad:
+                raise ConfigError(f"real_study.fair_by_dataset.{name}: {bad[0]!r} is not a field "
+                                  f"of the fair model (AdelSpec: {', '.join(sorted(fields))})")
+
+    def fair_overrides(self, dataset: str) -> dict:
+        """The fair model's AdelSpec overrides for one dataset (empty: conf/model/fair)."""
+        return dict(self.fair_by_dataset.get(dataset) or {})
 
     @property
     def method_names(self) -> tuple[str, ...]:
@@ -222,67 +245,54 @@ def _logits(model: torch.nn.Module, x: np.ndarray) -> np.ndarray:
         return model(torch.as_tensor(x)).reshape(len(x), -1)[:, 0].double().numpy()
 
 
-def _hidden(model: torch.nn.Module, x: np.ndarray) -> np.ndarray:
-    with torch.no_grad():
-        return model.hidden(torch.as_tensor(x)).numpy()
+def check_model(model: torch.nn.Module, rows: Rows, data: RealData, settings: RealSettings,
+                seed: int, target: str = "c") -> dict:
+    """Issue 14's fairness check of one model on the test split (``faux.fairness_check``).
+
+    ``target="c"``: a target model of y (the probe reads c); ``"y"``: the aux (a model of c;
+    the probe reads y). The MLP probe's ``max_epochs`` is capped by the study's.
+    """
+    from faux.fairness_check import fairness_check, proxy_edits
+
+    opts = dict(settings.probe)
+    opts["max_epochs"] = min(int(opts.get("max_epochs", settings.max_epochs)),
+                             int(settings.max_epochs))
+    opts.setdefault("accelerator", "cpu" if settings.accelerator == "auto"
+                    else settings.accelerator)
+    extra = {"y_train": rows.y, "y_val": rows.y_val} if target == "y" else {}
+    out = fairness_check(model, rows.x, rows.c, rows.x_val, rows.c_val, data.X_test,
+                         data.c_test, data.y_test, proxy_edits(data.name),
+                         feature_names=data.feature_names, target=target, seed=seed,
+                         probe=opts, **extra)
+    return {k: (v if not isinstance(v, float) or np.isfinite(v) else None)
+            for k, v in out.items()}
 
 
-def probe(model: torch.nn.Module, rows: Rows, spec: dict, seed: int, max_epochs: int,
-          patience, accelerator: str = "auto") -> dict:
-    """A fresh MLP predicting c from the model's last hidden layer: validation accuracy and
-    AUROC (the AUROC stays informative when c is so imbalanced that accuracy is the majority
-    rate). ``spec``: MLPSpec fields; its ``max_epochs`` is capped by the argument, its
-    ``patience`` wins over it."""
-    from faux.models.mlp import MLPSpec
+def fair_verdict(unfair: dict, fair: dict, targets: dict | None = None) -> dict:
+    """The fair model against issue 14's targets (:func:`faux.fairness_check.verdict`)."""
+    from faux.fairness_check import verdict
 
-    spec = dict(spec)
-    ep = {"max_epochs": min(int(spec.pop("max_epochs", max_epochs)), int(max_epochs)),
-          "patience": spec.pop("patience", patience)}
-    h, hv = _hidden(model, rows.x), _hidden(model, rows.x_val)
-    net, info = MLPSpec(**spec).train(h, rows.c, hv, rows.c_val, seed=seed,
-                                      accelerator=accelerator, **ep)
-    return {"accuracy": float(info["accuracy"]), "auroc": _np_auc(rows.c_val, _logits(net, hv))}
+    return verdict(unfair, fair, targets)
 
 
-def proxy_swap(model: torch.nn.Module, data: RealData, x: np.ndarray) -> float | None:
-    """Mean |p(x) - p(x')| over rows holding either column of the dataset's swap pair."""
-    pair = PROXY_SWAPS.get(data.name)
-    if pair is None or not all(p in data.feature_names for p in pair):
-        return None
-    i, j = (data.feature_names.index(p) for p in pair)
-    sel = (x[:, i] == 1) | (x[:, j] == 1)
-    if not sel.any():
-        return None
-    xs = x[sel].copy()
-    xs[:, [i, j]] = xs[:, [j, i]]
-    p0 = 1 / (1 + np.exp(-_logits(model, x[sel])))
-    p1 = 1 / (1 + np.exp(-_logits(model, xs)))
-    return float(np.abs(p1 - p0).mean())
+def _f(v) -> str:
+    return "n/a" if v is None or not np.isfinite(v) else f"{v:.3f}"
 
 
-def target_facts(model, info: dict, rows: Rows, data: RealData, settings: RealSettings,
-                 seed: int) -> dict:
-    """Accuracy, parity gap, probe, (Adel adversary), parameters and time of one target."""
-    xt, yt, ct = data.X_test, data.y_test, data.c_test
-    yhat = _logits(model, xt) > 0
+def target_facts(info: dict, check: dict, rows: Rows) -> dict:
+    """Accuracy and parity gap (from the check), (Adel adversary), parameters, time."""
     out = {
-        "accuracy": float((yhat == yt).mean()),
-        "dp_gap": float(abs(yhat[ct == 1].mean() - yhat[ct == 0].mean())),
+        "accuracy": check["accuracy"],
+        "dp_gap": check["dp_gap"],
         "c_chance": float(max(rows.c_val.mean(), 1 - rows.c_val.mean())),
         "n_params": int(info["n_params"]),
         "train_time_s": float(info["train_time_s"]),
         "epochs": int(info.get("epochs", -1)),
         "best_epoch": int(info.get("best_epoch", -1)),
     }
-    pr = probe(model, rows, settings.probe, seed, settings.max_epochs, settings.patience,
-               settings.accelerator)
-    out["probe_c_accuracy"], out["probe_c_auroc"] = pr["accuracy"], pr["auroc"]
     if "adv_accuracy" in info:
         out["adv_accuracy"] = float(info["adv_accuracy"])
         out["adv_chance"] = float(info["adv_chance"])
-    swap = proxy_swap(model, data, xt)
-    if swap is not None:
-        out["proxy_swap"] = swap
     return out
 
 
@@ -294,6 +304,7 @@ class Trained:
     fitted: dict            # method name -> the fitted fairness test
     facts: dict
     timings: dict
+    check: dict             # issue 14's fairness check: unfair, fair, aux, verdict
 
 
 def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSettings, seed: int,
@@ -313,7 +324,9 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
                                        **ep)
     timings["unfair_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    fair, finfo = specs.fair.train(rows.x, rows.y, rows.c, rows.x_val, rows.y_val, rows.c_val,
+    fair_over = settings.fair_overrides(data.name)
+    fair_spec = replace(specs.fair, **fair_over) if fair_over else specs.fair
+    fair, finfo = fair_spec.train(rows.x, rows.y, rows.c, rows.x_val, rows.y_val, rows.c_val,
                                    seed=sd["fair"], **ep)
     timings["fair_s"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -348,11 +361,25 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
     log(f"{data.name} seed {seed}: FlipTest GANs {ft.info['n_params']} params, "
         f"{ft.info['train_time_s']:.1f} s, KS {quality['ks']:.3f}")
     t = time.perf_counter()
+    check = {"unfair": check_model(unfair, rows, data, settings, sd["probe"]),
+             "fair": check_model(fair, rows, data, settings, sd["probe"]),
+             "aux": check_model(aux, rows, data, settings, sd["probe"], target="y")}
+    check.update(fair_verdict(check["unfair"], check["fair"], settings.targets))
+    check["fair_overrides"] = fair_over
+    timings["check_s"] = time.perf_counter() - t
+    u, f = check["unfair"], check["fair"]
+    log(f"{data.name} seed {seed}: fairness check, unfair / fair: probe AUROC "
+        f"{_f(u['probe_auroc'])} / {_f(f['probe_auroc'])}, swap "
+        f"{_f(u['proxy_swap_mean_abs_dprob'])} / {_f(f['proxy_swap_mean_abs_dprob'])}, "
+        f"accuracy {_f(u['accuracy'])} / {_f(f['accuracy'])}; aux probe of y "
+        f"{_f(check['aux']['probe_auroc'])}; fair model "
+        + ("passes" if check["pass"] else "FAILS: " + "; ".join(check["fails"])))
+    t = time.perf_counter()
     with torch.no_grad():
         a_logit = _logits(aux, rows.x_val)
     facts = {
-        "unfair": target_facts(unfair, uinfo, rows, data, settings, sd["probe"]),
-        "fair": target_facts(fair, finfo, rows, data, settings, sd["probe"]),
+        "unfair": target_facts(uinfo, check["unfair"], rows),
+        "fair": target_facts(finfo, check["fair"], rows),
         "aux": {"kind": "adel" if _is_adel(specs.aux) else "mlp",
                 "accuracy": float(ainfo["accuracy"]),
                 "auroc": _np_auc(rows.c_val, a_logit),
@@ -369,7 +396,7 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
                      "mse": float(quality["mse"]), "mse_real": float(quality["mse_real"])},
     }
     timings["facts_s"] = time.perf_counter() - t
-    return Trained(unfair, fair, aux, fitted, facts, timings)
+    return Trained(unfair, fair, aux, fitted, facts, timings, check)
 
 
 # ----------------------------------------------------------------------------- scores
@@ -519,7 +546,7 @@ def run_real(data: RealData, specs: ModelSpecs | None = None,
         "n_train": int(len(rows.y)), "n_val": int(len(rows.y_val)),
         "n_score": int(len(rows.y_score)), "n_columns": int(data.n_features),
         "c_rate_train": float(rows.c.mean()), "y_rate_train": float(rows.y.mean()),
-        "models": f, "methods": summaries, "method_names": list(settings.method_names),
+        "models": f, "fairness_check": tr.check, "methods": summaries, "method_names": list(settings.method_names),
         "table3": t3,
         "table4": {"fliptest_params": f["fliptest"]["n_params"],
                    "fliptest_time_s": f["fliptest"]["train_time_s"],
@@ -567,6 +594,9 @@ class Settings:
             options=dict(st["options"]), variants=dict(st["variants"] or {}),
             report_options=dict(st["report_options"]), unfair_map=dict(st["unfair_map"] or {}),
             fta_lin=dict(st["fta_lin"] or {}), probe=dict(st["probe"]),
+            targets=dict(st.get("targets") or TARGETS),
+            fair_by_dataset={k: dict(v or {}) for k, v in
+                             (st.get("fair_by_dataset") or {}).items()},
             n_random_rankings=int(st["n_random_rankings"]),
             gan_quality_rows=st["gan_quality_rows"], accelerator=accelerator(cfg))
         model = cfg["model"]
