@@ -67,3 +67,154 @@ def test_config_hash_ignores_other_studies_profile_sections():
     fig5_more = json.loads(json.dumps(fig5))
     fig5_more["profile"]["fig5"]["draws"] = 5      # the fig5 job's own section counts
     assert config_hash(fig5) != config_hash(fig5_more)
+
+
+# ------------------------------------------------------------------ issue 15: reliability
+def _env(**kw):
+    import os
+
+    env = {**os.environ, "FAUX_PROGRESS": "off", **kw}
+    return env
+
+
+def _copy_backache(root: Path) -> Path:
+    import shutil
+
+    src = Path("/work/shared/data") if Path("/work/shared/data/pmlb").is_dir() else None
+    from faux.data.pmlb_data import pmlb_path
+
+    dest = pmlb_path("backache", root)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(pmlb_path("backache", src), dest)
+    return dest
+
+
+def test_job_folder_is_named_by_its_overrides_not_its_number():
+    from faux.run import job_dir_name
+
+    a = job_dir_name(["method=fta", "column=Synthetic-1", "profile=quick", "logger=csv"])
+    assert a == job_dir_name(["column=Synthetic-1", "profile=quick", "method=fta"])  # order, logger
+    assert a == job_dir_name(["column=Synthetic-1", "profile=quick", "method=fta", "logger=wandb"])
+    assert a != job_dir_name(["column=Synthetic-1", "profile=quick", "method=faux_ng"])
+    assert a.startswith("j") and len(a) == 13
+
+
+def test_sweep_with_other_overrides_never_overwrites_another_cell(tmp_path):
+    # the issue's finding: `make table1 ARGS=method=faux_ng` reran job 0 (fta) as faux_ng in
+    # the same folder; here the second sweep's job 0 is wdbc, the first sweep's was backache
+    sweep = tmp_path / "sweep"
+    r = _run("-m", "data=backache,wdbc", f"hydra.sweep.dir={sweep}")
+    assert r.returncode == 0, r.stderr
+    first = {json.loads(p.read_text())["metrics"]["dataset"]: p for p in sweep.glob("*/result.json")}
+    assert set(first) == {"backache", "wdbc"}
+    stamp = {k: p.stat().st_mtime_ns for k, p in first.items()}
+    r = _run("-m", "data=wdbc", f"hydra.sweep.dir={sweep}")
+    assert r.returncode == 0, r.stderr
+    after = {json.loads(p.read_text())["metrics"]["dataset"]: p for p in sweep.glob("*/result.json")}
+    assert after == first                                   # same folders, nothing overwritten
+    assert {k: p.stat().st_mtime_ns for k, p in after.items()} == stamp   # wdbc: skipped
+    assert "skipped" in r.stdout + r.stderr
+
+
+def test_same_sweep_over_a_changed_data_root_reruns(tmp_path):
+    import gzip
+
+    data = tmp_path / "data"
+    path = _copy_backache(data)
+    sweep = tmp_path / "sweep"
+    args = ("-m", "data=backache", f"hydra.sweep.dir={sweep}")
+    env = _env(FAUX_DATA_DIR=str(data))
+    run = lambda: subprocess.run([sys.executable, "-m", "faux.run", *args], cwd=ROOT,  # noqa: E731
+                                 capture_output=True, text=True, timeout=300, env=env)
+    r = run()
+    assert r.returncode == 0, r.stderr
+    (res_path,) = sweep.glob("*/result.json")
+    before = json.loads(res_path.read_text())
+    r = run()
+    assert "skipped" in r.stdout + r.stderr                 # unchanged data: skipped
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+    head, row = lines[0].split("\t"), lines[1].split("\t")
+    j = next(i for i, h in enumerate(head) if h != "target")
+    row[j] = str(float(row[j]) + 1.0)                       # one value of one row
+    lines[1] = "\t".join(row)
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    r = run()
+    assert r.returncode == 0, r.stderr
+    assert "skipped" not in r.stdout + r.stderr             # changed data: the job reran
+    after = json.loads(res_path.read_text())
+    assert after["data_sha256"] != before["data_sha256"]
+    assert after["config_hash"] != before["config_hash"]
+
+
+def test_crashed_rerun_leaves_no_current_result(tmp_path):
+    out = tmp_path / "job"
+    r = _run("data=backache", f"hydra.run.dir={out}", f"paths.log_dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    assert (out / "result.json").exists()
+    bad = tmp_path / "bad" / "pmlb" / "backache"
+    bad.mkdir(parents=True)
+    (bad / "backache.tsv.gz").write_bytes(b"not gzip at all")
+    r = _run("data=backache", f"hydra.run.dir={out}", f"paths.data_dir={tmp_path / 'bad'}")
+    assert r.returncode == 2
+    assert not (out / "result.json").exists()               # the old result is not current
+    stale = json.loads((out / "result.stale.json").read_text())
+    assert stale["metrics"]["dataset"] == "backache"
+
+
+def test_a_failing_logger_never_loses_the_result(tmp_path, monkeypatch, capsys):
+    from hydra import compose, initialize_config_dir
+
+    import faux.run as frun
+
+    class Broken:
+        def log_hyperparams(self, params):
+            raise ConnectionError("wandb: network unreachable\nretrying...")
+
+    monkeypatch.setattr(frun, "_make_logger", lambda cfg: Broken())
+    monkeypatch.setenv("FAUX_DATA_DIR", "/work/shared/data")
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["data=backache", f"paths.output_dir={tmp_path}"])
+    res = frun.execute(cfg)
+    assert res["status"] == "ok"
+    stored = json.loads((tmp_path / "result.json").read_text())
+    assert stored["metrics"] == json.loads(json.dumps(res["metrics"]))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warning: logger Broken failed (ConnectionError")
+    assert "result.json" in err[0]
+
+
+def test_write_json_atomic_leaves_no_part(tmp_path):
+    from faux.run import write_json_atomic
+
+    write_json_atomic(tmp_path / "result.json", {"a": 1})
+    write_json_atomic(tmp_path / "result.json", {"a": 2})
+    assert json.loads((tmp_path / "result.json").read_text()) == {"a": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
+
+
+def _bad_option(tmp_path, *overrides):
+    cache = tmp_path / "cache"
+    r = subprocess.run([sys.executable, "-m", "faux.run", "experiment=table1", "method=fta",
+                        "column=Synthetic-1", f"paths.log_dir={tmp_path}", *overrides],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300,
+                       env=_env(FAUX_CACHE_DIR=str(cache)))
+    assert r.returncode == 2, r.stderr[-2000:]
+    last = r.stderr.strip().splitlines()
+    assert len(last) == 1, r.stderr                          # one line, no traceback
+    assert not [p for p in cache.rglob("*") if p.is_file()]  # nothing built or trained
+    return last[0]
+
+
+def test_fusion_sum_is_refused_before_training(tmp_path):
+    line = _bad_option(tmp_path, "columns.Synthetic-1.fusion=sum")
+    assert line.startswith("error: unknown fusion 'sum'")
+
+
+def test_bias_abc_is_a_one_line_error(tmp_path):
+    line = _bad_option(tmp_path, "columns.Synthetic-1.bias=abc")
+    assert line.startswith("error: bias must be a number in [0, 1]") and "abc" in line
+
+
+def test_unknown_method_is_refused_before_training(tmp_path):
+    line = _bad_option(tmp_path, "method=nope")
+    assert line.startswith("error:") and "nope" in line

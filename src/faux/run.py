@@ -3,10 +3,24 @@
 Hydra stays here: the config is resolved to plain dicts, the study of ``cfg.job``
 (``faux.studies.get``) builds its settings from them (``Settings.from_config``) and runs
 (``run(settings, out_dir: Path, log) -> dict`` of metrics).
-Each job writes ``result.json`` (config, config hash, metrics, timings) into its folder.
-A job whose folder already holds a finished ``result.json`` with the same config hash is
-skipped, so rerunning an interrupted sweep into the same folder completes only what is
-missing.
+Each job writes ``result.json`` (config, config hash, data checksum, metrics, timings) into
+its folder, with fsync and an atomic rename, before any logger runs: a logger that fails
+(W&B without network, a full disk under its folder) is reported in one line and never loses
+the result. A job whose folder already holds a finished ``result.json`` with the same config
+hash is skipped, so rerunning an interrupted sweep into the same folder completes only what is
+missing. The hash covers the resolved config (less paths, logging, launcher) and the
+checksum of the data files the job names (PMLB / real datasets under the data root), so the
+same sweep over a changed data root reruns. A job that reruns first renames the old
+``result.json`` to ``result.stale.json``: a rerun that crashes never leaves an old result
+looking current.
+
+Job folders of a multirun are named by :func:`job_dir_name` (``hydra.sweep.subdir`` in
+conf/hydra/default.yaml): a hash of the job's own overrides, not its number, so a sweep with
+other parameters into the same folder never overwrites another cell's result, and the same
+command finds the same folders (resume).
+
+Before the study runs, :func:`validate` checks what can be checked without training
+(synthetic column options, method names); a bad value is a one-line error, exit 2.
 """
 
 from __future__ import annotations
@@ -14,6 +28,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -36,6 +52,34 @@ def register_resolvers() -> None:
             return ",".join(registry.names())
 
         OmegaConf.register_new_resolver("faux_methods", methods)
+    if not OmegaConf.has_resolver("faux_job_dir"):
+        def job_dir(*, _root_) -> str:
+            task = OmegaConf.select(_root_, "hydra.overrides.task", default=None) or []
+            return job_dir_name(OmegaConf.to_container(task) if not isinstance(task, list)
+                                else task)
+
+        OmegaConf.register_new_resolver("faux_job_dir", job_dir)
+
+
+#: overrides that do not change what a job computes (left out of its folder name)
+_DIR_VOLATILE = ("logger", "launcher")
+
+
+def job_key(overrides) -> tuple[str, ...]:
+    """A job's identity in a sweep: its overrides, sorted, less logger/launcher choices."""
+    out = []
+    for o in overrides or []:
+        key = str(o).split("=", 1)[0].lstrip("+~")
+        if key.split(".")[0] not in _DIR_VOLATILE:
+            out.append(str(o))
+    return tuple(sorted(out))
+
+
+def job_dir_name(overrides) -> str:
+    """The folder of a multirun job: ``j`` + 12 hex of the hash of :func:`job_key` (the
+    same overrides in any order give the same folder; other overrides another one)."""
+    blob = json.dumps(list(job_key(overrides))).encode()
+    return "j" + hashlib.sha256(blob).hexdigest()[:12]
 
 
 register_resolvers()
@@ -53,10 +97,12 @@ def plain_config(cfg: DictConfig) -> dict:
     return OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
 
 
-def config_hash(cfg: dict) -> str:
+def config_hash(cfg: dict, data_sha256: str | None = None) -> str:
     """A stable hash of what the job computes: the config less paths, logging, launcher and
-    the profile sections of other studies."""
+    the profile sections of other studies, and the checksum of the data files it reads."""
     c = json.loads(json.dumps(cfg, default=str))
+    if data_sha256 is not None:
+        c["__data_sha256__"] = data_sha256
     for key in _VOLATILE:
         node, *rest = key.split(".")
         if rest and isinstance(c.get(node), dict):
@@ -70,6 +116,76 @@ def config_hash(cfg: dict) -> str:
                 profile.pop(section, None)
     blob = json.dumps(c, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
+
+
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+def _strings(node) -> set[str]:
+    if isinstance(node, dict):
+        return set().union(*(_strings(v) for v in node.values())) if node else set()
+    if isinstance(node, list):
+        return set().union(*(_strings(v) for v in node)) if node else set()
+    return {node} if isinstance(node, str) and _NAME.match(node) else set()
+
+
+def job_data_files(plain: dict) -> list[Path]:
+    """The data files a job may read: for every string value of its config (paths, hydra and
+    logging left out) that names a PMLB dataset or a real dataset, its file(s) under the
+    data root (``paths.data_dir``) that exist. Over-inclusive by design: a file is never
+    missed; naming one more costs at most a rerun."""
+    from faux.data.pmlb_data import pmlb_path
+    from faux.data.real import REAL_DATASETS, raw_paths
+
+    root = (plain.get("paths") or {}).get("data_dir")
+    names = _strings({k: v for k, v in plain.items() if k not in _VOLATILE})
+    files: list[Path] = []
+    for name in sorted(names):
+        p = pmlb_path(name, root)
+        if p.is_file():
+            files.append(p)
+        if name in REAL_DATASETS:
+            files += [q for q in raw_paths(name, root) if q.exists()]
+    return files
+
+
+def data_sha256(plain: dict) -> str | None:
+    """:func:`faux.cache.data_checksum` of :func:`job_data_files` (None: the job names none)."""
+    from faux.cache import data_checksum
+
+    files = job_data_files(plain)
+    return data_checksum(files) if files else None
+
+
+def validate(plain: dict) -> None:
+    """Checks that need no training, run before the study: a synthetic job's column options
+    (``faux.synth.sampler.check_synthetic_options``: datasets, bias, fusion, decoding, tau)
+    and its method name (the registry). Raises a one-line ConfigError."""
+    from faux.errors import ConfigError
+
+    column = plain.get("column")
+    columns = plain.get("columns")
+    if isinstance(column, str) and isinstance(columns, dict):
+        if column not in columns:
+            raise ConfigError(f"unknown column {column!r}; choose one of {', '.join(columns)}")
+        column = columns[column]
+    if isinstance(column, dict) and {"xc", "xy"} <= set(column):
+        from faux.synth.sampler import check_synthetic_options
+
+        known = ("xc", "xy", "bias", "fusion", "decoding", "tau", "dxdc_at")
+        extra = sorted(set(column) - set(known))
+        if extra:
+            raise ConfigError(f"unknown column option(s) {extra}; a column has "
+                              f"{', '.join(known)}")
+        opts = {k: column[k] for k in known if k in column}
+        if "bias" not in opts or "fusion" not in opts:
+            raise ConfigError(f"column {column} needs bias and fusion")
+        check_synthetic_options(root=(plain.get("paths") or {}).get("data_dir"), **opts)
+        method = plain.get("method")
+        if method is not None:
+            from faux.methods import registry
+
+            registry.check_names([method], "method")
 
 
 def finished(out_dir: Path, chash: str) -> dict | None:
@@ -86,9 +202,52 @@ def finished(out_dir: Path, chash: str) -> dict | None:
 
 
 def write_json_atomic(path: Path, obj: dict) -> None:
+    """Write ``obj`` to a temporary file, fsync it, rename it over ``path``, fsync the folder:
+    after a crash ``path`` holds the old or the new content, never a part."""
     tmp = path.with_suffix(".json.part")
-    tmp.write_text(json.dumps(obj, indent=2, default=float))
-    tmp.replace(path)
+    with open(tmp, "w") as f:
+        f.write(json.dumps(obj, indent=2, default=float))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    try:
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def mark_stale(out_dir: Path) -> Path | None:
+    """Rename a previous ``result.json`` to ``result.stale.json`` (a rerun is starting)."""
+    old = out_dir / "result.json"
+    if not old.exists():
+        return None
+    stale = out_dir / "result.stale.json"
+    os.replace(old, stale)
+    log.info("previous result of another config moved to %s", stale)
+    return stale
+
+
+#: what a W&B run is grouped by (config keys and tags): study, cell, method, reading, profile
+def run_labels(plain: dict) -> dict:
+    """The keys a dashboard groups a job by: study (task name), column or dataset, method,
+    reading and profile (those the job has)."""
+    def name_of(v):
+        return v.get("name") if isinstance(v, dict) else v
+
+    labels = {"study": plain.get("task_name"), "job": plain.get("job"),
+              "column": plain.get("column") if isinstance(plain.get("column"), str) else None,
+              "dataset": name_of(plain.get("data")), "method": plain.get("method"),
+              "reading": name_of(plain.get("reading")), "profile": name_of(plain.get("profile")),
+              "seed": plain.get("seed")}
+    if labels["column"] is not None and plain.get("job") != "summary":
+        labels["dataset"] = None          # a synthetic column: the column names the data
+    return {k: v for k, v in labels.items() if v is not None and not isinstance(v, dict)}
 
 
 def _make_logger(cfg: DictConfig):
@@ -105,12 +264,15 @@ def execute(cfg: DictConfig) -> dict:
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     plain = plain_config(cfg)
-    chash = config_hash(plain)
+    data = data_sha256(plain)
+    chash = config_hash(plain, data)
     done = finished(out_dir, chash)
     if done is not None:
         log.info("job already finished (config %s) in %s: skipped", chash, out_dir)
         return done
-    torch.set_num_threads(max(1, int(__import__("os").environ.get("OMP_NUM_THREADS", "1"))))
+    mark_stale(out_dir)
+    validate(plain)
+    torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
     pl.seed_everything(int(cfg.seed), workers=True, verbose=False)
     from faux import studies
 
@@ -118,20 +280,46 @@ def execute(cfg: DictConfig) -> dict:
     t0 = time.perf_counter()
     metrics = study.run(study.Settings.from_config(plain), out_dir, log.info)
     wall = time.perf_counter() - t0
-    result = {"status": "ok", "job": cfg.job, "config_hash": chash, "config": plain,
-              "metrics": metrics, "timings": {"wall_s": wall}}
-    logger = _make_logger(cfg)
-    if logger is not None:
-        scalars = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
-        logger.log_hyperparams({"config_hash": chash, **_flatten(plain)})
+    result = {"status": "ok", "job": cfg.job, "config_hash": chash, "data_sha256": data,
+              "config": plain, "metrics": metrics, "timings": {"wall_s": wall}}
+    write_json_atomic(out_dir / "result.json", result)
+    log_to_logger(cfg, plain, chash, metrics, wall)
+    return result
+
+
+def log_to_logger(cfg: DictConfig, plain: dict, chash: str, metrics: dict, wall: float) -> bool:
+    """Send the job's config, labels and scalar metrics to the configured logger; a failure
+    is one line on stderr (the result is already written). True when logged."""
+    logger = None
+    try:
+        logger = _make_logger(cfg)
+        if logger is None:
+            return False
+        labels = run_labels(plain)
+        scalars = {k: v for k, v in metrics.items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        logger.log_hyperparams({"config_hash": chash, **labels, **_flatten(plain)})
+        if type(logger).__name__ == "WandbLogger":
+            run = logger.experiment
+            run.tags = tuple(dict.fromkeys([*(run.tags or ()),
+                                            *(f"{k}:{v}" for k, v in labels.items())]))
         logger.log_metrics({**scalars, "wall_s": wall})
         logger.finalize("success")
-        if type(logger).__name__ == "WandbLogger":
-            import wandb
+        return True
+    except Exception as exc:
+        detail = str(exc).splitlines()[0][:160] if str(exc) else ""
+        print(f"warning: logger {type(logger).__name__ if logger else cfg.logger.get('_target_')}"
+              f" failed ({type(exc).__name__}: {detail}); the result is in "
+              f"{cfg.paths.output_dir}/result.json", file=sys.stderr)
+        return False
+    finally:
+        if logger is not None and type(logger).__name__ == "WandbLogger":
+            try:
+                import wandb
 
-            wandb.finish()
-    write_json_atomic(out_dir / "result.json", result)
-    return result
+                wandb.finish()
+            except Exception:
+                pass
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:
