@@ -5,6 +5,7 @@ import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -209,7 +210,12 @@ def test_run_real_on_toy_data_writes_every_metric():
     assert t4["fliptest_params"] == m["models"]["fliptest"]["n_params"] > t4["faux_params"] > 0
     assert t4["faux_params"] == (d * 64 + 64) + (64 * 64 + 64) + 65      # 2 x 64 MLP
     assert m["models"]["aux"]["kind"] == "adel"
-    assert {"accuracy", "dp_gap", "probe_c_accuracy", "adv_accuracy"} <= set(m["models"]["fair"])
+    assert {"accuracy", "dp_gap", "adv_accuracy"} <= set(m["models"]["fair"])
+    fc = m["fairness_check"]
+    for part, probed in (("unfair", "c"), ("fair", "c"), ("aux", "y")):
+        assert fc[part]["probe_target"] == probed and 0 <= fc[part]["probe_auroc"] <= 1
+    assert m["models"]["fair"]["accuracy"] == fc["fair"]["accuracy"]
+    assert fc["checks"]["swap"] is None          # the toy declares no proxy edit
     json.dumps(m)   # JSON-serialisable
 
 
@@ -255,6 +261,105 @@ def test_non_real_dataset_is_refused(tmp_path):
         _job(tmp_path, "magic")
 
 
+# ----------------------------------------------------------------------------- fairness check
+
+
+def test_verdict_against_issue_14_targets():
+    from faux.fairness_check import verdict
+
+    unfair = {"probe_auroc": 0.88, "proxy_swap_mean_abs_dprob": 0.080, "accuracy": 0.85}
+    ok = {"probe_auroc": 0.59, "proxy_swap_mean_abs_dprob": 0.039, "accuracy": 0.831}
+    v = verdict(unfair, ok)
+    assert v["pass"] and v["fails"] == [] and v["checks"] == {
+        "probe": True, "swap": True, "accuracy": True}
+    for key, bad, word in (("probe_auroc", 0.61, "probe"),
+                           ("proxy_swap_mean_abs_dprob", 0.041, "swap"),
+                           ("accuracy", 0.829, "accuracy")):
+        v = verdict(unfair, {**ok, key: bad})
+        assert not v["pass"] and not v["checks"][word] and len(v["fails"]) == 1
+        assert v["fails"][0].startswith(word)
+    # no declared edit: the swap is not checked, the others decide
+    v = verdict({**unfair, "proxy_swap_mean_abs_dprob": None},
+                {**ok, "proxy_swap_mean_abs_dprob": float("nan")})
+    assert v["checks"]["swap"] is None and v["pass"]
+    # targets from the config
+    assert not verdict(unfair, ok, {"probe_max": 0.5})["pass"]
+
+
+def test_fair_by_dataset_must_name_fair_model_fields():
+    with pytest.raises(ConfigError, match="nosuch.*not a field"):
+        RealSettings(fair_by_dataset={"bank": {"nosuch": 1}})
+    with pytest.raises(ConfigError, match="targets"):
+        RealSettings(targets={"probe_max": 0.6})
+    assert RealSettings(fair_by_dataset={"bank": {"decor_momentum": 0.95}}).fair_overrides(
+        "bank") == {"decor_momentum": 0.95}
+
+
+def _figure_texts(monkeypatch) -> list[str]:
+    """Every text of the figures saved from now on (suptitle, figure texts, panel titles)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    texts, save = [], Figure.savefig
+
+    def spy(fig, *a, **k):
+        texts.extend([fig._suptitle.get_text() if fig._suptitle else "",
+                      *(t.get_text() for t in fig.texts), *(ax.get_title() for ax in fig.axes)])
+        return save(fig, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", spy)
+    return texts
+
+
+def test_weak_fair_recipe_fails_the_check_and_is_flagged(tmp_path, monkeypatch):
+    """A fair model with no adversary and no decorrelation (a plain MLP) still reads c off
+    the toy's proxy: the job's check fails it, and Fig. 4 flags it (table and figure)."""
+    import faux.fairness_check as fcm
+
+    # declare a swap for the toy: the one-hot colour (independent of c), so it is measured
+    monkeypatch.setitem(fcm.PROXY_EDITS, "toy", (("colour=red", "colour=green"),))
+    weak = {"alpha": 0.0, "decor": 0.0, "adv_norm": False, "alpha_min": 0.0}
+    settings = replace(TINY, max_epochs=5, fair_by_dataset={"toy": weak})
+    lines = []
+    m = run_real(_toy_data(), settings=settings, seed=0, log=lines.append).metrics
+    fc = m["fairness_check"]
+    assert fc["fair_overrides"] == weak
+    assert fc["fair"]["probe_auroc"] > 0.8 and fc["unfair"]["probe_auroc"] > 0.8
+    assert fc["checks"]["probe"] is False and not fc["pass"]
+    assert any(f.startswith("probe AUROC") for f in fc["fails"])
+    assert fc["fair"]["proxy_swap_n"] > 0 and fc["fair"]["proxy_swap_mean_abs_dprob"] >= 0
+    assert any("fair model FAILS: probe AUROC" in line for line in lines)
+    json.dumps(m)
+
+    texts = _figure_texts(monkeypatch)
+    build_fig4(_sweep_of(_fake_result(m, tmp_path / "job")), tmp_path / "r", tmp_path / "f")
+    md = (tmp_path / "r" / "fig4.md").read_text()
+    assert "**toy: fair model FAILS the check: probe AUROC" in md
+    models = pd.read_csv(tmp_path / "r" / "real_models.csv")
+    assert not models.fair_pass.item() and not models.fair_probe_ok.item()
+    assert models.fair_probe_auroc.item() == pytest.approx(fc["fair"]["probe_auroc"], abs=1e-4)
+    assert "**FAILS**" in (tmp_path / "r" / "real_models.md").read_text()
+    assert any(t.startswith("fair model FAILS the check: probe AUROC") for t in texts)
+    probe = f"probe {fc['unfair']['probe_auroc']:.2f} / {fc['fair']['probe_auroc']:.2f}"
+    titles = [t for t in texts if ": AUROC " in t.split("\n")[0]]
+    assert len(titles) == len(m["method_names"]), texts
+    assert all(probe in t for t in titles)
+
+    # the same job with a fair model that passes: no flag anywhere
+    passing = json.loads(json.dumps(m))
+    passing["fairness_check"]["fair"].update(probe_auroc=0.55, proxy_swap_mean_abs_dprob=0.0,
+                                             accuracy=fc["unfair"]["accuracy"])
+    passing["fairness_check"]["pass"] = True
+    texts.clear()
+    build_fig4(_sweep_of(_fake_result(passing, tmp_path / "job2")), tmp_path / "r2",
+               tmp_path / "f2")
+    assert "FAILS" not in (tmp_path / "r2" / "fig4.md").read_text()
+    assert pd.read_csv(tmp_path / "r2" / "real_models.csv").fair_pass.item()
+    assert texts and not any("FAILS" in t for t in texts)
+
+
 # ----------------------------------------------------------------------------- harness
 
 
@@ -291,7 +396,18 @@ def test_sweep_on_adult_with_ssl_absent_and_builders(tmp_path, data_dir):
     assert set(f.method) >= set(METHODS) and set(f.dataset) == {"adult"}
     assert f.auroc.between(0, 1).all()
     assert (fig_dir / "fig4_adult.png").stat().st_size > 10_000
-    assert (res_dir / "real_models.csv").is_file()
+    # issue 14's fairness check ran in the job and landed in result.json, then in the reports
+    fc = adult["metrics"]["fairness_check"]
+    for part in ("unfair", "fair", "aux"):
+        assert 0 <= fc[part]["probe_auroc"] <= 1 and 0 <= fc[part]["accuracy"] <= 1
+        assert fc[part]["proxy_swap_n"] > 0       # Husband / Wife rows of the test split
+    assert fc["aux"]["probe_target"] == "y" and isinstance(fc["pass"], bool)
+    assert set(fc["checks"]) == {"probe", "swap", "accuracy"}
+    models = pd.read_csv(res_dir / "real_models.csv")
+    assert models.fair_swap.item() == pytest.approx(
+        fc["fair"]["proxy_swap_mean_abs_dprob"], abs=1e-4)
+    assert models.fair_pass.item() == fc["pass"]
+    assert "fair model vs issue 14's check" in (res_dir / "fig4.md").read_text()
 
     build_table3(s, res_dir, fig_dir)
     t3 = pd.read_csv(res_dir / "table3.csv")
