@@ -1,9 +1,12 @@
 """Aggregate a multirun folder into tables and figures.
 
-``python -m faux.aggregate <multirun dir> --table table1`` reads only the ``result.json``
-files of the jobs (and notes jobs that left a folder but no finished result: crashed or
-interrupted), then writes ``outputs/results/<table>.{csv,md,tex}``. A missing cell is
-reported with the path of its job's log, the table is still written, and the exit code is 1.
+``python -m faux.aggregate <multirun dir> --table table1`` reads the ``result.json`` files of
+the jobs, each checked against its job's ``.hydra/config.yaml`` (``faux.reports.sweep``), then
+writes ``outputs/results/<table>.{csv,md,tex}`` and ``<table>.provenance.json`` (profile,
+sweeps, overrides: ``faux.provenance``), and prints the summary: our values beside the
+paper's, the claims line where the study has one, the files written, and every failed,
+rejected or missing cell of the sweep's grid with its log. A malformed result is one line,
+never a traceback. The table is still written when cells are missing; the exit code is then 1.
 This module only parses arguments: sweeps are read by ``faux.reports.sweep``, the builders
 are listed in ``faux.reports.BUILDERS``.
 """
@@ -16,7 +19,37 @@ from pathlib import Path
 
 from faux.errors import FauxError
 from faux.reports import BUILDERS, builders
-from faux.reports.sweep import read_sweeps
+from faux.reports.sweep import read_sweeps, unfinished_cells
+
+
+def claims_line(name: str, frame) -> list[str] | None:
+    """The claims a study states, as ``C1 holds (8/8): <claim>``; None where it has none.
+    Table 1: C1-C5 of ``faux.reports.readings`` from the table's mean AP per cell."""
+    if name != "table1" or not {"method", "column", "ap_mean"} <= set(getattr(frame, "columns", [])):
+        return None
+    try:
+        from faux.reports.readings import CLAIMS, claims
+    except ImportError:
+        return None
+    ap: dict = {}
+    for r in frame.itertuples(index=False):
+        ap.setdefault(r.method, {})[r.column] = r.ap_mean
+    out = []
+    for k, (held, ok, n) in claims(ap).items():
+        out.append(f"{k} {'holds' if held else 'does not hold'} ({ok}/{n}): {CLAIMS.get(k, '')}")
+    return out
+
+
+def all_missing(report, sweep) -> list[tuple[str, str]]:
+    """The report's missing cells, plus every rejected or unfinished job folder and every
+    grid cell that never started (each once)."""
+    out = list(report.missing)
+    have = {c for c, _ in out}
+    for cell, where in unfinished_cells(sweep) + sweep.never_started:
+        if cell not in have:
+            out.append((cell, where))
+            have.add(cell)
+    return out
 
 
 def main(argv=None) -> int:
@@ -28,19 +61,34 @@ def main(argv=None) -> int:
     ap.add_argument("--wandb", action="store_true", help="also log the table/figure to W&B")
     args = ap.parse_args(argv)
     try:
-        report = builders()[args.table](read_sweeps(args.sweep_dir), args.results_dir,
-                                        args.figures_dir)
+        sweep = read_sweeps(args.sweep_dir)
+        report = builders()[args.table](sweep, args.results_dir, args.figures_dir)
     except FauxError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for line in report.lines:
-        print(line)
+    report.missing = all_missing(report, sweep)
+    from faux import provenance
+    from faux.console import render_report
+
+    report.files.append(provenance.write(args.results_dir, args.table, args.sweep_dir,
+                                         sweep.results))
+    for note in sweep.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for line in report.lines:   # the builder's one-line notes (its markdown is the summary's table)
+        if "\n" not in line.strip() and not line.startswith("wrote "):
+            print(line)
+    claims = claims_line(args.table, report.frame)
+    sys.stdout.write(render_report(args.table, report, claims=claims))
     if args.wandb:
         from faux.reports.wandb_report import log_report
 
-        log_report(args.table, report)
+        try:
+            log_report(args.table, report, claims=claims)
+        except Exception as exc:  # the tables are written; W&B is a copy
+            print(f"warning: W&B summary run failed ({type(exc).__name__}: "
+                  f"{str(exc).splitlines()[0][:160] if str(exc) else ''})", file=sys.stderr)
     if report.missing:
-        print(f"{len(report.missing)} cell(s) missing:", file=sys.stderr)
+        print(f"{len(report.missing)} cell(s) missing or rejected:", file=sys.stderr)
         for cell, where in report.missing:
             print(f"  {cell}: {where}", file=sys.stderr)
         return 1

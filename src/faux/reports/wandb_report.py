@@ -47,16 +47,23 @@ def wandb_logger(**kwargs):
     return WandbLogger(**kwargs)
 
 
-def log_report(name: str, report, directory: str | os.PathLike = "outputs") -> Path:
-    """One W&B run of job type ``aggregate`` holding the table and any PNG figures."""
+def log_report(name: str, report, directory: str | os.PathLike = "outputs",
+               claims=None) -> Path:
+    """One W&B run of job type ``aggregate`` (group = the study, tag ``study:<name>``)
+    holding the table, any PNG figures and the claims lines (``claims``, a list of str)."""
     private_wandb_env()
     import wandb
 
     Path(directory).mkdir(parents=True, exist_ok=True)
     run = wandb.init(project="faux", job_type="aggregate", name=name, dir=str(directory),
+                     group=name, tags=[f"study:{name}", "summary"],
+                     config={"study": name, "claims": list(claims or [])},
                      mode=os.environ["WANDB_MODE"], reinit="finish_previous")
     try:
         payload = {name: wandb.Table(dataframe=report.frame.reset_index(drop=True))}
+        if claims:
+            payload[f"{name}/claims"] = wandb.Table(columns=["claim"],
+                                                    data=[[str(c)] for c in claims])
         for f in report.files:
             if Path(f).suffix == ".png":
                 payload[f"{name}/{Path(f).stem}"] = wandb.Image(str(f))
