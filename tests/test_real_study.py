@@ -230,6 +230,19 @@ def test_ssl_absent_is_skipped_with_a_message(tmp_path):
     assert any("ssl seed 0: skipped: no SSL CSV" in line for line in rep.lines)
 
 
+def test_ssl_runs_when_its_csv_is_placed_with_the_check(tmp_path):
+    from test_data_real import _ssl_frame, _write_ssl
+
+    _write_ssl(tmp_path, _ssl_frame(n=600))
+    out = _job(tmp_path, "ssl")
+    assert "skipped" not in out and out["dataset"] == "ssl" and out["n_score"] == 10
+    fc = out["fairness_check"]
+    assert 0 <= fc["fair"]["probe_auroc"] <= 1 and fc["aux"]["probe_target"] == "y"
+    # SSL declares no proxy edit: the swap is not measured and not part of the verdict
+    assert fc["fair"]["proxy_swap_n"] == 0 and fc["checks"]["swap"] is None
+    assert (tmp_path / "job" / "scores.npz").is_file()
+
+
 def test_ssl_csv_missing_a_column_is_a_missing_cell(tmp_path):
     (tmp_path / "ssl").mkdir()
     pd.DataFrame({"SSL SCORE": [300, 100], "RACE CODE CD": ["BLK", "WHI"]}).to_csv(
