@@ -442,3 +442,43 @@ def test_ssl_without_black_or_white_rows(tmp_path):
 def test_unknown_real_name():
     with pytest.raises(DataError, match="adult, bank, ssl"):
         load_real("compas")
+
+
+_REAL_FETCH = real._fetch      # before the autouse fixture replaces it
+
+
+def test_downloads_are_verified_against_the_recorded_sha256(tmp_path, monkeypatch):
+    """Adult/Bank go through download_verified with the recorded sum and the short timeout."""
+    from faux.data import download
+
+    calls = []
+
+    def fake_verified(url, dest, sha256, timeout=None, max_seconds=None):
+        calls.append((url, Path(dest).name, sha256, timeout))
+        raise download.DownloadError(f"download of {url} failed (offline)", "offline")
+
+    monkeypatch.setattr(real, "download_verified", fake_verified)
+    monkeypatch.setattr(real, "_fetch", _REAL_FETCH)      # the real seam, network faked below it
+    with pytest.raises(DataError, match="adult.data.*download.*failed"):
+        real._ensure_raw("adult", tmp_path, download=True)
+    assert calls == [(real.ADULT_URLS["adult.data"], "adult.data",
+                      download.RECORDED_SHA256["adult.data"], None)]
+    assert download.DEFAULT_TIMEOUT == (10.0, 30.0)
+
+
+def test_bank_archive_with_other_bytes_is_refused(tmp_path, shared_root, monkeypatch):
+    """A zip whose CSV differs from the recorded one (one byte): refused, nothing written."""
+    good = (shared_root / "aif360" / "bank" / real.BANK_FILE).read_bytes()
+    bad = good.replace(b"housemaid", b"housemaiD", 1)
+    assert bad != good
+
+    def fake_fetch(url, dest, timeout=None):
+        with zipfile.ZipFile(dest, "w") as zf:
+            zf.writestr(f"bank-additional/{real.BANK_FILE}", bad)
+
+    monkeypatch.setattr(real, "_fetch", fake_fetch)
+    with pytest.raises(DataError, match="sha256") as err:
+        real._ensure_raw("bank", tmp_path, download=True)
+    assert "\n" not in str(err.value)
+    folder = tmp_path / "aif360" / "bank"
+    assert not any(folder.iterdir()) if folder.exists() else True

@@ -40,7 +40,6 @@ import logging
 import re
 import shutil
 import tempfile
-import urllib.request
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from faux.data.download import RECORDED_SHA256, download_verified, verify_file
 from faux.data.splits import check_fractions, split_indices
 from faux.errors import DataError
 from faux.paths import data_root
@@ -178,19 +178,16 @@ def is_present(name: str, root=None) -> bool:
     return all(p.is_file() for p in raw_paths(name, root))
 
 
-def _fetch(url: str, dest: Path, timeout: float = 60.0) -> None:
-    """Download ``url`` to ``dest`` atomically (tests replace this to forbid the network)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".part")
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp, open(tmp, "wb") as out:
-            shutil.copyfileobj(resp, out)
-        tmp.replace(dest)
-    finally:
-        tmp.unlink(missing_ok=True)
+def _fetch(url: str, dest: Path, timeout=None) -> None:
+    """Download ``url`` to ``dest`` atomically, checked against the recorded SHA-256 of
+    ``dest.name`` (:data:`faux.data.download.RECORDED_SHA256`; none recorded: logged) and
+    bounded by a short connect/read timeout (tests replace this to forbid the network)."""
+    download_verified(url, dest, RECORDED_SHA256.get(dest.name), timeout=timeout)
 
 
 def _download_bank(dest: Path) -> None:
+    """The Bank CSV out of UCI's zip; the extracted file must match its recorded SHA-256
+    before it is put at ``dest``."""
     with tempfile.TemporaryDirectory() as tmp:
         zpath = Path(tmp) / "bank-additional.zip"
         _fetch(BANK_ZIP_URL, zpath)
@@ -204,6 +201,8 @@ def _download_bank(dest: Path) -> None:
             try:
                 with zf.open(member) as src, open(part, "wb") as out:
                     shutil.copyfileobj(src, out)
+                if dest.name in RECORDED_SHA256:
+                    verify_file(part, RECORDED_SHA256[dest.name])
                 part.replace(dest)
             finally:
                 part.unlink(missing_ok=True)
