@@ -16,6 +16,7 @@ CONF = ROOT / "conf"
 # groups whose options change Hydra's own settings (launcher) or stand for a whole job
 SKIP_GROUPS = {"hydra", "experiment"}
 PLUGINS = {("launcher", "submitit_slurm"): "hydra_plugins.hydra_submitit_launcher",
+           ("launcher", "submitit_local"): "hydra_plugins.hydra_submitit_launcher",
            ("launcher", "ray"): "hydra_plugins.hydra_ray_launcher"}
 PRIMARY = {"paths", "trainer", "logger", "launcher", "profile", "data", "model/target", "model/aux",
            "model/fair", "model/gan", "study"}
