@@ -218,3 +218,39 @@ def test_bias_abc_is_a_one_line_error(tmp_path):
 def test_unknown_method_is_refused_before_training(tmp_path):
     line = _bad_option(tmp_path, "method=nope")
     assert line.startswith("error:") and "nope" in line
+
+
+# ------------------------------------------------------------------ issue 17: W&B labels
+def test_run_labels_name_study_cell_method_reading_profile():
+    from faux.run import run_labels
+
+    cfg = {"task_name": "table1", "job": "table1_cell", "seed": 0, "column": "Synthetic-1",
+           "method": "fta", "reading": {"name": "gumbel", "ng": "feature"},
+           "profile": {"name": "quick", "runs": 3}, "data": {"name": "magic", "kind": "pmlb"}}
+    assert run_labels(cfg) == {"study": "table1", "job": "table1_cell", "column": "Synthetic-1",
+                               "method": "fta", "reading": "gumbel", "profile": "quick",
+                               "seed": 0}
+    real = {"task_name": "real", "job": "real_cell", "seed": 1, "data": {"name": "adult"},
+            "profile": {"name": "paper"}}
+    assert run_labels(real) == {"study": "real", "job": "real_cell", "dataset": "adult",
+                                "profile": "paper", "seed": 1}
+
+
+def test_wandb_job_run_carries_the_labels_as_config_and_tags(tmp_path):
+    import os
+
+    job = tmp_path / "job"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    r = subprocess.run([sys.executable, "-m", "faux.run", "data=wdbc", "logger=wandb",
+                        f"hydra.run.dir={job}"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300, env={**env, "WANDB_SILENT": "true"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    (run_file,) = job.glob("wandb/offline-run-*/run-*.wandb")
+    blob = run_file.read_bytes()
+    for tag in (b"study:run", b"dataset:wdbc", b"profile:quick", b"job:summary"):
+        assert tag in blob
+    import re
+
+    for key, value in ((b"by.study", b'"run"'), (b"by.dataset", b'"wdbc"'), (b"by.profile", b'"quick"')):
+        assert re.search(re.escape(key) + rb".{1,6}" + re.escape(value), blob, re.S), key
+    assert json.loads((job / "result.json").read_text())["status"] == "ok"

@@ -233,10 +233,10 @@ def mark_stale(out_dir: Path) -> Path | None:
     return stale
 
 
-#: what a W&B run is grouped by (config keys and tags): study, cell, method, reading, profile
 def run_labels(plain: dict) -> dict:
     """The keys a dashboard groups a job by: study (task name), column or dataset, method,
-    reading and profile (those the job has)."""
+    reading and profile (those the job has). A logged job carries them as config
+    ``by.<key>`` and as tags ``<key>:<value>``."""
     def name_of(v):
         return v.get("name") if isinstance(v, dict) else v
 
@@ -298,7 +298,9 @@ def log_to_logger(cfg: DictConfig, plain: dict, chash: str, metrics: dict, wall:
         labels = run_labels(plain)
         scalars = {k: v for k, v in metrics.items()
                    if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        logger.log_hyperparams({"config_hash": chash, **labels, **_flatten(plain)})
+        # labels under ``by.`` (``study``, ``profile``, ``reading`` are config nodes too)
+        logger.log_hyperparams({"config_hash": chash, **{f"by.{k}": v for k, v in labels.items()},
+                                **_flatten(plain)})
         if type(logger).__name__ == "WandbLogger":
             run = logger.experiment
             run.tags = tuple(dict.fromkeys([*(run.tags or ()),
