@@ -13,11 +13,11 @@ import argparse
 
 import torch
 
-from faux.studies.column import Column, prepare_column, train_aux
 from faux.methods.gradients import score
 from faux.methods.lic_ub import lic_ub
 from faux.metrics.ranking import ap_top_fraction, average_precision
 from faux.models.mlp import MLPSpec
+from faux.studies.column import Column, prepare_column, train_aux
 
 READINGS = [  # (label, method, options)
     ("fta", "fta", {}),
