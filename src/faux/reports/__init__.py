@@ -9,7 +9,7 @@ import importlib
 
 #: artifact name -> module of faux.reports
 BUILDERS = {"table1": "table1", "fig4": "fig4", "table3": "table3", "table4": "table4",
-            "fig5": "fig5", "fig11": "fig11"}
+            "fig5": "fig5", "fig11": "fig11", "readings": "readings"}
 
 
 def builders() -> dict:

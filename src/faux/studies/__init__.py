@@ -14,7 +14,8 @@ from faux.errors import ConfigError
 
 #: job name (``job:`` in the config, ``job`` in result.json) -> module of faux.studies
 STUDIES = {"summary": "summary", "table1_cell": "table1", "fig5_cell": "fig5",
-           "fig11_cell": "fig11", "fig8": "fig8", "real_cell": "real"}
+           "fig11_cell": "fig11", "fig8": "fig8", "real_cell": "real",
+           "readings_cell": "readings"}
 
 
 def get(job: str):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from faux.cache import Cache, torch_dumps, torch_loads
+from faux.cache import Cache, code_version, torch_dumps, torch_loads
 from faux.errors import ConfigError
 from faux.methods import registry
 from faux.methods.protocol import Batch, MethodConfig, TrainData
@@ -63,6 +63,8 @@ class PreparedColumn:
     positive_rate: float
     key: dict = field(default_factory=dict)     # what made the column's data and target
     timings: dict = field(default_factory=dict)
+    ifs_reference: torch.Tensor | None = None   # IFS of the bias-0 reference on its test rows
+    generator: SyntheticGenerator | None = None
 
 
 def _mlp_dumps(pair) -> bytes:
@@ -73,7 +75,7 @@ def _mlp_dumps(pair) -> bytes:
 
 def _mlp_loads(blob: bytes):
     d = torch_loads(blob)
-    net = MLP(**d["arch"])
+    net = MLP(**d["arch"], projection=d["state"].get("projection"))
     net.load_state_dict(d["state"])
     return net.eval(), d["info"]
 
@@ -108,19 +110,33 @@ class ColumnSettings:
 
 
 def generator_key(gen: SyntheticGenerator, gen_cfgs: dict | None) -> dict:
-    cfgs = gen_cfgs or {}
+    """What a column's samples depend on: both generators' keys (data checksums, code version,
+    configs, seed, CPU kernels) and the decoding. Not where LIC-UB's derivative is taken
+    (``dxdc_at``): it changes no sample, so targets and aux models are shared across it."""
+    key = dict(gen.key)
+    key.pop("dxdc_at", None)
     return {"version": GENERATOR_VERSION, "xc": gen.xc, "xy": gen.xy,
-            "cfg_c": generator_config(gen.xc, cfgs.get(gen.xc)),
-            "cfg_y": generator_config(gen.xy, cfgs.get(gen.xy)),
-            "decoding": gen.decoding, "tau": gen.tau, "dxdc_at": gen.dxdc_at, "seed": gen.seed}
+            "cfg_c": generator_config(gen.xc, (gen_cfgs or {}).get(gen.xc)),
+            "cfg_y": generator_config(gen.xy, (gen_cfgs or {}).get(gen.xy)), **key}
+
+
+#: the code a cached target/aux depends on (a changed line makes new keys)
+MLP_CODE = code_version("faux.models.mlp", "faux.models.training")
 
 
 def cached_mlp(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, x_val, t_val, seed: int,
-               accelerator: str = "auto"):
-    """An MLP classifier trained once per key and then loaded from the cache."""
-    key = {**key, "spec": spec.__dict__, "train_seed": int(seed)}
+               accelerator: str = "auto", projection: torch.Tensor | None = None):
+    """An MLP classifier trained once per key and then loaded from the cache (with a fixed
+    input ``projection``, e.g. the disentangled aux's x W~, part of the key)."""
+    key = {**key, "spec": spec.__dict__, "train_seed": int(seed), "code": MLP_CODE}
+    extra = {}
+    if projection is not None:
+        p = torch.as_tensor(projection, dtype=torch.float32).contiguous()
+        key["projection"] = hashlib.sha256(p.numpy().tobytes()).hexdigest()[:16]
+        extra["projection"] = p
     return cache.get_or_build(
-        kind, key, lambda: spec.train(x, t, x_val, t_val, seed=seed, accelerator=accelerator),
+        kind, key, lambda: spec.train(x, t, x_val, t_val, seed=seed, accelerator=accelerator,
+                                      **extra),
         dumps=_mlp_dumps, loads=_mlp_loads)
 
 
@@ -159,12 +175,13 @@ def prepare_column(col: Column, *, sizes: dict, target_spec: MLPSpec, gen_cfgs: 
     ref, _ = cached_mlp(cache, "target", {**key, "bias": 0.0, "data_seed": base + 10},
                         target_spec, tr0.x, tr0.y, va0.x, va0.y, seed, accelerator)
     t_targets = time.perf_counter() - t1
-    thr = ifs_threshold(ifs(ref, te0.x, te0.x_cf, output=output), k=k)
+    v_ref = ifs(ref, te0.x, te0.x_cf, output=output)
+    thr = ifs_threshold(v_ref, k=k)
     v = ifs(target, test.x, test.x_cf, output=output)
     labels = ifs_labels(v, thr)
     return PreparedColumn(col, train, val, test, target, tinfo, v, thr, labels,
                           positive_rate(labels), {**key, "bias": float(col.bias)},
-                          {"generators_s": t_gen, "targets_s": t_targets})
+                          {"generators_s": t_gen, "targets_s": t_targets}, v_ref, gen)
 
 
 def train_aux(pc: PreparedColumn, spec: MLPSpec, seed: int, cache: Cache | None = None,

@@ -16,7 +16,9 @@ from faux.methods import registry
 from faux.methods.protocol import MethodConfig
 from faux.metrics.ranking import ap_top_fraction, average_precision
 from faux.models.mlp import MLPSpec
-from faux.studies.column import Column, ColumnSettings, prepare_shared, score_method, train_data
+from faux.methods.protocol import TrainData
+from faux.studies.column import Column, ColumnSettings, prepare_shared, score_method
+from faux.studies.readings import aux_provider, labels_for, reading_of, synth_settings, target_spec
 
 JOB = "table1_cell"
 
@@ -32,48 +34,60 @@ class Settings:
     aux: MLPSpec
     methods: MethodConfig
     synth: ColumnSettings
+    reading: str = "?"       # the reading of the benchmark (conf/reading/<name>.yaml)
+    threshold: str = "mean_k_std"
+    aux_kind: str = "mlp"
 
     @classmethod
     def from_config(cls, cfg: dict) -> Settings:
         from hydra.utils import instantiate
 
-        from faux.studies.config import column_settings, method_config
+        from faux.studies.config import method_config
 
         name, columns = cfg["column"], cfg["columns"]
         if name not in columns:
             raise ConfigError(f"unknown column {name!r}; choose one of {', '.join(columns)}")
         registry.check_names([cfg["method"]], "method")
+        col = Column(**columns[name])
+        rname, r = reading_of(cfg)
+        synth = synth_settings(cfg, r, (col.xc, col.xy))
         st = cfg["study"]
-        return cls(name, Column(**columns[name]), cfg["method"], int(cfg["seed"]),
-                   int(cfg["profile"]["runs"]), instantiate(cfg["model"]["target"]),
+        return cls(name, col, cfg["method"], int(cfg["seed"]),
+                   int(cfg["profile"]["runs"]), target_spec(cfg, r),
                    instantiate(cfg["model"]["aux"]),
-                   method_config(cfg, st["options"], {"unfair_map": st.get("unfair_map")}),
-                   column_settings(cfg))
+                   method_config(cfg, synth.options, {"unfair_map": st.get("unfair_map"),
+                                                      "fta_lin": {"output": r["target_output"]}}),
+                   synth, rname, r["threshold"], r["aux"])
 
 
 def run(s: Settings, out_dir, log) -> dict:
     col, method = s.column, registry.get(s.method)
     shared = prepare_shared(col, s.synth, s.target, s.seed)
     pc = shared.pc
-    log(f"{s.name} ({col.xc}/{col.xy}, bias {col.bias}, {col.fusion}): positive rate "
-        f"{pc.positive_rate:.3f}, target accuracy {pc.target_info['accuracy']:.3f}")
+    labels, threshold = labels_for(pc, s.threshold)
+    rate = float(labels.float().mean())
+    log(f"{s.name} ({col.xc}/{col.xy}, bias {col.bias}, {col.fusion}; reading {s.reading}): "
+        f"positive rate {rate:.3f}, target accuracy {pc.target_info['accuracy']:.3f}")
     seeds = method.run_seeds(s.seed, s.runs)
     cache, acc = s.synth.cache(), s.synth.accelerator
+    data = TrainData(pc.train.x, pc.train.c, pc.val.x, pc.val.c,
+                     aux_provider(pc, s.aux_kind, s.aux, s.synth))
     # the cell's seeds are fitted together (FlipTest trains its GANs as one stack)
-    fitted = method.build(s.methods).fit_many(train_data(pc, s.aux, cache, acc), seeds)
+    fitted = method.build(s.methods).fit_many(data, seeds)
     aps, top30, facts = [], [], []
     for seed, f in zip(seeds, fitted):
         scores, info = score_method(s.method, pc, seed, aux_spec=s.aux, cache=cache,
                                     accelerator=acc, fitted=f)
-        aps.append(average_precision(pc.labels, scores))
+        aps.append(average_precision(labels, scores))
         top30.append(ap_top_fraction(pc.ifs_test, scores, 0.3))
         facts.append(info)
         log(f"  {s.method} seed {seed}: AP {aps[-1]:.3f} (top-30% AP {top30[-1]:.3f})")
     return {
         "column": s.name, "xc": col.xc, "xy": col.xy, "bias": col.bias, "fusion": col.fusion,
         "method": s.method, "ap_runs": aps, "ap_top30_runs": top30,
-        "positive_rate": pc.positive_rate, "threshold": pc.threshold,
-        "threshold_k": s.synth.threshold_k, "n_test": len(pc.test),
+        "positive_rate": rate, "threshold": threshold, "reading": s.reading,
+        "threshold_rule": s.threshold, "threshold_k": s.synth.threshold_k,
+        "n_test": len(pc.test),
         "target_accuracy": pc.target_info["accuracy"],
         "target_params": pc.target_info["n_params"],
         "aux_accuracy_runs": [f["aux_accuracy"] for f in facts if "aux_accuracy" in f],

@@ -1,0 +1,285 @@
+"""The readings study (issue 13): which reading of the paper's synthetic benchmark
+reproduces its Table 1. One job = one named reading (``conf/reading/<name>.yaml``) on one
+Table 1 column, scoring every test that needs no GAN (FTA, FTA + lin. aux, fAux, fAux+NG,
+fAux+IG, LIC-UB) over the profile's runs.
+
+A reading is one value per ambiguous choice (:data:`AXES`: paper A.7, A.7.6, eqs. 9-10).
+The choices that change the data or the target (decoder, KL weight, latent size, target
+recipe) make their own cached CVAEs and targets; the others (threshold rule, which IFS,
+aux kind, scorer options, where LIC-UB's derivative is taken) only change how the same
+cached models are scored, so a sweep over many readings trains each artifact once. The
+default reading (``gumbel``) shares every artifact with Table 1.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from dataclasses import dataclass
+
+import torch
+
+from faux.errors import ConfigError
+from faux.methods import registry
+from faux.methods.protocol import Batch, MethodConfig, TrainData
+from faux.metrics.ranking import average_precision, top_fraction_labels
+from faux.models.mlp import MLPSpec
+from faux.studies.column import (
+    Column,
+    ColumnSettings,
+    PreparedColumn,
+    cached_mlp,
+    prepare_shared,
+)
+
+JOB = "readings_cell"
+
+#: axis -> allowed values (the first is the project's earlier default); conf/reading/*.yaml
+#: cite the sentence of the paper each axis reads
+AXES: dict[str, tuple] = {
+    "decoding": ("gumbel", "softmax"),       # A.7.3 "a vector of mode probabilities"
+    "tau": (0.3, 1.0),                       # Gumbel temperature (softmax ignores it)
+    "beta": (0.2, 1.0),                      # CVAE KL weight (A.7.3 silent)
+    "latent_dim": ("table2", 16),            # CVAE latent size ("table2": 4, magic 8)
+    "target": ("2x64", "3x128"),             # 4.1.1 "multi-layer fully connected networks"
+    "threshold": ("mean_k_std", "k_std", "top_fraction"),   # A.7.6 threshold on the IFS
+    "aux": ("mlp", "disentangled"),          # A.7.6 "perfectly disentangled auxiliary models"
+    "ifs_output": ("prob", "logit"),         # eq. 38 on probabilities or logits
+    "lic_ub_at": ("mid", "observed"),        # where LIC-UB's dx/dc is taken
+    "target_output": ("prob", "logit"),      # eq. 9: target gradient of prob or logit
+    "aux_output": ("prob", "logit"),         # eq. 9: aux gradient of prob or logit
+    "ng": ("feature", "sample"),             # eq. 10 "l2 normalization of the gradients"
+    "ig_baseline": ("zeros", "mean"),        # 3.4 fAux+IG: baseline not given
+}
+K_STD = 3.0                 # k of the threshold rules
+TOP_FRACTION = 0.3          # the fixed top fraction
+TARGET_ARCH = {"2x64": (64, 2), "3x128": (128, 3)}
+#: the tests of the study: every registered test that needs no GAN
+METHODS = ("fta", "fta_lin", "faux", "faux_ng", "faux_ig", "lic_ub")
+
+
+def check_reading(reading: dict, name: str = "reading") -> dict:
+    """The reading's axis values, every axis present and every value among its choices;
+    otherwise a ConfigError naming the choices."""
+    r = {k: v for k, v in dict(reading).items() if k not in ("name", "cites")}
+    unknown = sorted(set(r) - set(AXES))
+    if unknown:
+        raise ConfigError(f"{name}: unknown axis {unknown[0]!r}; axes: {', '.join(AXES)}")
+    for axis, choices in AXES.items():
+        if axis not in r:
+            raise ConfigError(f"{name}: axis {axis!r} has no value; choose one of "
+                              f"{', '.join(map(str, choices))}")
+        if r[axis] not in choices:
+            raise ConfigError(f"{name}: {axis}={r[axis]!r} is not one of "
+                              f"{', '.join(map(str, choices))}")
+    return r
+
+
+def generator_settings(r: dict, names) -> tuple[dict, dict]:
+    """``(per-dataset CVAE overrides, decoding options)`` of a reading."""
+    over = {}
+    if r["beta"] != AXES["beta"][0]:
+        over["beta"] = float(r["beta"])
+    if r["latent_dim"] != "table2":
+        over["latent_dim"] = int(r["latent_dim"])
+    tau = float(r["tau"]) if r["decoding"] == "gumbel" else AXES["tau"][0]
+    return ({n: dict(over) for n in names} if over else {},
+            {"decoding": r["decoding"], "tau": tau, "dxdc_at": r["lic_ub_at"]})
+
+
+def reading_of(cfg: dict) -> tuple[str, dict]:
+    """``(name, axis values)`` of the config's reading (``conf/reading/<name>.yaml``),
+    checked against :data:`AXES`."""
+    rd = dict(cfg.get("reading") or {})
+    name = str(rd.get("name", "?"))
+    return name, check_reading(rd, f"reading {name}")
+
+
+def synth_settings(cfg: dict, r: dict, names) -> ColumnSettings:
+    """How a synthetic study builds a column under reading ``r`` (datasets ``names``): the
+    study's settings with the reading's CVAE overrides, decoding, IFS output and scorer
+    options."""
+    import dataclasses
+
+    from faux.studies.config import column_settings
+
+    base = column_settings(cfg)
+    gen_cfgs, gen_opts = generator_settings(r, names)
+    study = {n: {**(base.gen_study.get(n) or {}), **gen_cfgs.get(n, {})}
+             for n in set(base.gen_study) | set(gen_cfgs)}
+    options = {**base.options, "output": r["target_output"], "aux_output": r["aux_output"],
+               "ng": r["ng"], "ig_baseline": r["ig_baseline"]}
+    return dataclasses.replace(base, gen_study=study, gen_opts=gen_opts, threshold_k=K_STD,
+                               output=r["ifs_output"], options=options)
+
+
+def target_spec(cfg: dict, r: dict) -> MLPSpec:
+    """The target recipe of ``model.target`` with the reading's width and depth."""
+    import dataclasses
+
+    from hydra.utils import instantiate
+
+    width, depth = TARGET_ARCH[r["target"]]
+    return dataclasses.replace(instantiate(cfg["model"]["target"]), width=width, depth=depth)
+
+
+@dataclass(frozen=True)
+class Settings:
+    reading_name: str
+    reading: dict
+    name: str                # the column's name
+    column: Column
+    seed: int
+    runs: int
+    aux: MLPSpec
+    target: MLPSpec
+    synth: ColumnSettings
+    generator_scores: bool = True     # each CVAE's A.7.3 model score (cached; off in tests)
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> Settings:
+        from hydra.utils import instantiate
+
+        rname, r = reading_of(cfg)
+        name, columns = cfg["column"], cfg["columns"]
+        if name not in columns:
+            raise ConfigError(f"unknown column {name!r}; choose one of {', '.join(columns)}")
+        col = Column(**columns[name])
+        return cls(rname, r, name, col, int(cfg["seed"]), int(cfg["profile"]["runs"]),
+                   instantiate(cfg["model"]["aux"]), target_spec(cfg, r),
+                   synth_settings(cfg, r, (col.xc, col.xy)),
+                   bool(cfg.get("generator_scores", True)))
+
+
+def labels_for(pc: PreparedColumn, rule: str) -> tuple[torch.Tensor, float]:
+    """Test labels under a threshold rule, and the threshold (NaN for the top fraction)."""
+    if rule == "mean_k_std":                 # what prepare_column labelled (k = K_STD)
+        return pc.labels, pc.threshold
+    if rule == "top_fraction":
+        return torch.as_tensor(top_fraction_labels(pc.ifs_test, TOP_FRACTION)), float("nan")
+    r = pc.ifs_reference.double()
+    thr = float(K_STD * r.std())
+    return (pc.ifs_test > thr).long(), thr
+
+
+def aux_provider(pc: PreparedColumn, kind: str, spec: MLPSpec, s: ColumnSettings):
+    """``seed -> (aux, info)``: the plain aux MLP on x (Table 1's, same cache entries) or the
+    disentangled one on the c-side block x W~ (A.7.6, eqs. 34/37)."""
+    cache, tr, va = s.cache(), pc.train, pc.val
+    projection = None if kind == "mlp" else tr.w_tilde
+
+    def aux(seed: int):
+        return cached_mlp(cache, "aux", pc.key, spec, tr.x, tr.c, va.x, va.c, seed,
+                          s.accelerator, projection=projection)
+    return aux
+
+
+def generator_model_scores(pc: PreparedColumn, s: ColumnSettings) -> dict:
+    """Each CVAE's model score (A.7.3: a classifier trained on sampled (x, label) pairs,
+    accuracy on the real encoded data), cached per dataset, generator and decoding."""
+    from faux.synth.sampler import PAPER_MODEL_SCORE, generator_scores
+
+    cache, out = s.cache(), {}
+    opts = s.gen_opts
+    for role, g in (("xc", pc.generator.gen_c), ("xy", pc.generator.gen_y)):
+        key = {"gen": g.key, "decoding": opts["decoding"], "tau": opts["tau"]}
+        sc = cache.get_or_build(
+            "generator_score", key,
+            lambda g=g: generator_scores(g, decoding=opts["decoding"], tau=opts["tau"],
+                                         root=s.data_dir),
+            dumps=lambda d: json.dumps(d).encode(), loads=lambda b: json.loads(b.decode()))
+        out[role] = {"dataset": g.name, "model_score": sc["model_score_acc"],
+                     "paper_model_score": PAPER_MODEL_SCORE.get(g.name),
+                     "mlp_synth_auc": sc["mlp_synth_auc"], "mlp_real_auc": sc["mlp_real_auc"]}
+    return out
+
+
+def run(s: Settings, out_dir, log) -> dict:
+    col, r = s.column, s.reading
+    t0 = time.perf_counter()
+    shared = prepare_shared(col, s.synth, s.target, s.seed)
+    pc = shared.pc
+    t_prep = time.perf_counter() - t0
+    labels, thr = labels_for(pc, r["threshold"])
+    rate = float(labels.float().mean())
+    log(f"{s.reading_name} / {s.name} ({col.xc}/{col.xy}, bias {col.bias}, {col.fusion}): "
+        f"positive rate {rate:.3f}")
+    config = MethodConfig(s.synth.options, {"fta_lin": {"output": r["target_output"]}},
+                          s.synth.accelerator)
+    data = TrainData(pc.train.x, pc.train.c, pc.val.x, pc.val.c,
+                     aux_provider(pc, r["aux"], s.aux, s.synth))
+    batch = Batch(pc.test.x, pc.test.c, pc.test.y, pc.test.dx_dc)
+    ap_runs, aux_acc, t_fit, t_score = {}, [], 0.0, 0.0
+    for name in METHODS:
+        m = registry.get(name)
+        aps = []
+        for seed in m.run_seeds(s.seed, s.runs):
+            t1 = time.perf_counter()
+            fitted = m.build(config).fit(data, seed)
+            t2 = time.perf_counter()
+            sc = fitted.score(pc.target, batch)
+            t_score += time.perf_counter() - t2
+            t_fit += t2 - t1
+            aps.append(average_precision(labels, sc))
+            if name == "faux":
+                aux_acc.append(fitted.info["aux_accuracy"])
+        ap_runs[name] = aps
+        log(f"  {name}: AP {sum(aps) / len(aps):.3f}")
+    t3 = time.perf_counter()
+    gscores = generator_model_scores(pc, s.synth) if s.generator_scores else {}
+    return {
+        "reading": s.reading_name, "settings": r, "column": s.name, "xc": col.xc,
+        "xy": col.xy, "bias": col.bias, "fusion": col.fusion, "ap_runs": ap_runs,
+        "positive_rate": rate, "threshold": thr, "n_test": len(pc.test),
+        "target_accuracy": pc.target_info["accuracy"], "aux_accuracy_runs": aux_acc,
+        "generator_scores": gscores,
+        "phase_s": {"prepare": t_prep, "fit": t_fit, "score": t_score,
+                    "generator_scores": time.perf_counter() - t3},
+    }
+
+
+def sweep_readings(config) -> list[str]:
+    """The reading names a multirun sweeps: the command line's ``reading=...`` if given,
+    else ``hydra.sweeper.params.reading``, else the config's one reading."""
+    names = None
+    params = config.hydra.sweeper.get("params") or {}
+    if params.get("reading") is not None:
+        names = str(params["reading"])
+    for o in config.hydra.overrides.task:
+        if o.startswith("reading="):
+            names = o.split("=", 1)[1]
+    if names is None:
+        return [str(config.reading.get("name", "?"))]
+    return [n.strip() for n in names.split(",") if n.strip()]
+
+
+try:                                   # Hydra is present wherever a sweep runs
+    from hydra.experimental.callback import Callback as _Callback
+except ImportError:                    # pragma: no cover
+    _Callback = object
+
+
+class ReadingCheck(_Callback):
+    """Hydra callback: refuse a sweep before any job starts when a reading name is unknown
+    or a reading's axis value is outside its choices (one line naming the choices)."""
+
+    def check(self, config) -> int:
+        from hydra.core.global_hydra import GlobalHydra
+
+        options = GlobalHydra.instance().config_loader().get_group_options("reading")
+        names = sweep_readings(config)
+        bad = [n for n in names if n not in options]
+        if bad:
+            raise ConfigError(f"unknown reading {bad[0]!r}; choose from {', '.join(options)}")
+        check_reading(config.reading, f"reading {config.reading.get('name', '?')}")
+        return len(names)
+
+    def on_multirun_start(self, config, **kwargs) -> None:
+        try:
+            n = self.check(config)
+        except ConfigError as exc:      # SystemExit: Hydra would only warn on an exception
+            print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        logging.getLogger("faux.studies").info("readings: %d readings checked", n)
