@@ -13,10 +13,9 @@ from dataclasses import dataclass
 
 from faux.errors import ConfigError
 from faux.methods import registry
-from faux.methods.protocol import MethodConfig
+from faux.methods.protocol import MethodConfig, TrainData
 from faux.metrics.ranking import ap_top_fraction, average_precision
 from faux.models.mlp import MLPSpec
-from faux.methods.protocol import TrainData
 from faux.studies.column import Column, ColumnSettings, prepare_shared, score_method
 from faux.studies.readings import aux_provider, labels_for, reading_of, synth_settings, target_spec
 
