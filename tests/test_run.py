@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -254,3 +256,26 @@ def test_wandb_job_run_carries_the_labels_as_config_and_tags(tmp_path):
     for key, value in ((b"by.study", b'"run"'), (b"by.dataset", b'"wdbc"'), (b"by.profile", b'"quick"')):
         assert re.search(re.escape(key) + rb".{1,6}" + re.escape(value), blob, re.S), key
     assert json.loads((job / "result.json").read_text())["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_online_wandb_without_a_server_keeps_the_result_and_gives_up_soon(tmp_path):
+    """Finding 4a: WANDB_MODE=online with no reachable server cost 110 s, exit 1, no result.
+    Now: result.json first, the logger's failure one warning line, exit 0, bounded wait."""
+    import os
+    import time
+
+    job = tmp_path / "job"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env.update(WANDB_MODE="online", WANDB_SILENT="true", WANDB_BASE_URL="http://127.0.0.1:9",
+               WANDB_API_KEY="0" * 40, FAUX_PROGRESS="off")
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "faux.run", "data=wdbc", "logger=wandb",
+                        f"hydra.run.dir={job}"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300, env=env)
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads((job / "result.json").read_text())["metrics"]["dataset"] == "wdbc"
+    warn = [x for x in r.stderr.splitlines() if x.startswith("warning: logger WandbLogger failed")]
+    assert len(warn) == 1 and "Traceback" not in r.stderr
+    assert elapsed < 75, elapsed            # wandb's own default waits 90 s before giving up

@@ -28,6 +28,10 @@ PRIVATE_ENV = {
 }
 
 
+#: seconds an online job logger waits for the W&B server (``WANDB_INIT_TIMEOUT`` overrides)
+INIT_TIMEOUT_S = 15
+
+
 def private_wandb_env(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
     """Set :data:`PRIVATE_ENV`'s values where the user has not set them; return those set."""
     environ = os.environ if environ is None else environ
@@ -42,6 +46,9 @@ def wandb_logger(**kwargs):
     from pytorch_lightning.loggers import WandbLogger
 
     private_wandb_env()
+    # online without a reachable server: give up after this many seconds, not wandb's 90
+    # (the job's result.json is already written; faux.run reports the failure in one line)
+    os.environ.setdefault("WANDB_INIT_TIMEOUT", str(INIT_TIMEOUT_S))
     if kwargs.get("mode") is None:
         kwargs["mode"] = os.environ["WANDB_MODE"]
     return WandbLogger(**kwargs)
