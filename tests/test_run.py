@@ -279,3 +279,11 @@ def test_online_wandb_without_a_server_keeps_the_result_and_gives_up_soon(tmp_pa
     warn = [x for x in r.stderr.splitlines() if x.startswith("warning: logger WandbLogger failed")]
     assert len(warn) == 1 and "Traceback" not in r.stderr
     assert elapsed < 75, elapsed            # wandb's own default waits 90 s before giving up
+
+
+def test_scalar_metrics_add_the_mean_of_each_list():
+    from faux.run import scalar_metrics
+
+    m = {"ap_runs": [0.2, 0.4], "positive_rate": 0.3, "skipped": False, "column": "S",
+         "gan_ks_runs": [], "mixed": [1, "a"]}
+    assert scalar_metrics(m) == pytest.approx({"ap_mean": 0.3, "positive_rate": 0.3})

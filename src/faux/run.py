@@ -287,6 +287,20 @@ def execute(cfg: DictConfig) -> dict:
     return result
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def scalar_metrics(metrics: dict) -> dict:
+    """What a logger gets of a job's metrics: its numbers, and the mean of each list of
+    numbers (``ap_runs`` -> ``ap_mean``: one value per job a dashboard can chart)."""
+    out = {k: v for k, v in metrics.items() if _number(v)}
+    for k, v in metrics.items():
+        if isinstance(v, list) and v and all(_number(x) for x in v):
+            out.setdefault(k.removesuffix("_runs") + "_mean", sum(v) / len(v))
+    return out
+
+
 def log_to_logger(cfg: DictConfig, plain: dict, chash: str, metrics: dict, wall: float) -> bool:
     """Send the job's config, labels and scalar metrics to the configured logger; a failure
     is one line on stderr (the result is already written). True when logged."""
@@ -296,8 +310,7 @@ def log_to_logger(cfg: DictConfig, plain: dict, chash: str, metrics: dict, wall:
         if logger is None:
             return False
         labels = run_labels(plain)
-        scalars = {k: v for k, v in metrics.items()
-                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        scalars = scalar_metrics(metrics)
         # labels under ``by.`` (``study``, ``profile``, ``reading`` are config nodes too)
         logger.log_hyperparams({"config_hash": chash, **{f"by.{k}": v for k, v in labels.items()},
                                 **_flatten(plain)})
