@@ -172,7 +172,7 @@ def validate(plain: dict) -> None:
     if isinstance(column, dict) and {"xc", "xy"} <= set(column):
         from faux.synth.sampler import check_synthetic_options
 
-        known = ("xc", "xy", "bias", "fusion", "decoding", "tau", "dxdc_at")
+        known = ("xc", "xy", "bias", "fusion")          # the fields of studies.column.Column
         extra = sorted(set(column) - set(known))
         if extra:
             raise ConfigError(f"unknown column option(s) {extra}; a column has "
