@@ -68,17 +68,22 @@ def main(argv=None) -> int:
         return 2
     report.missing = all_missing(report, sweep)
     from faux import provenance
-    from faux.console import render_report
+    from faux.console import REPORT_LAYOUT, render_report
 
     report.files.append(provenance.write(args.results_dir, args.table, args.sweep_dir,
                                          sweep.results))
     for note in sweep.notes:
         print(f"note: {note}", file=sys.stderr)
-    for line in report.lines:   # the builder's one-line notes (its markdown is the summary's table)
-        if "\n" not in line.strip() and not line.startswith("wrote "):
-            print(line)
+    for line in report.lines:   # the builder's notes (for table1/table3 the summary is the table)
+        if line.startswith("wrote ") or (args.table in REPORT_LAYOUT and "\n" in line.strip()):
+            continue
+        print(line)
     claims = claims_line(args.table, report.frame)
-    sys.stdout.write(render_report(args.table, report, claims=claims))
+    try:
+        sys.stdout.write(render_report(args.table, report, claims=claims))
+    except Exception as exc:   # the tables are written; the summary is a view of them
+        print(f"warning: summary not rendered ({type(exc).__name__}: {exc}); "
+              f"wrote {', '.join(map(str, report.files))}", file=sys.stderr)
     if args.wandb:
         from faux.reports.wandb_report import log_report
 
