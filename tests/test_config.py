@@ -19,7 +19,7 @@ PLUGINS = {("launcher", "submitit_slurm"): "hydra_plugins.hydra_submitit_launche
            ("launcher", "submitit_local"): "hydra_plugins.hydra_submitit_launcher",
            ("launcher", "ray"): "hydra_plugins.hydra_ray_launcher"}
 PRIMARY = {"paths", "trainer", "logger", "launcher", "profile", "data", "model/target", "model/aux",
-           "model/fair", "model/gan", "study"}
+           "model/fair", "model/gan", "study", "reading"}
 
 
 def options():

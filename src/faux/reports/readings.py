@@ -18,10 +18,10 @@ import pandas as pd
 from faux.reports import paper_values as P
 from faux.reports.base import Report, done, write_tables
 from faux.reports.sweep import results_of, unfinished_cells
+from faux.studies.readings import METHODS
 
 NAME = "readings"
 JOB = "readings_cell"
-METHODS = ("fta", "fta_lin", "faux", "faux_ng", "faux_ig", "lic_ub")
 SHORT = {"fta": "FTA", "fta_lin": "FTA+lin", "faux": "fAux", "faux_ng": "NG", "faux_ig": "IG",
          "lic_ub": "LIC-UB"}
 COLUMNS = list(P.TABLE1_COLUMNS)
