@@ -60,6 +60,8 @@ STUDIES = (
           ("fig8.png",), multirun=False),
     Study("fig11", "Fig. 11: FlipTest AP against its GAN's KS and MSE", "fig11", "fig11",
           ("fig11.md",), ("fig11.png",)),
+    Study("readings", "Readings of the synthetic benchmark: which reproduces Table 1",
+          "readings", "readings", ("readings.md",), ("readings.png",)),
 )
 BY_NAME = {s.name: s for s in STUDIES}
 
