@@ -35,6 +35,7 @@ def build(sweep, results_dir: Path, figures_dir: Path) -> Report:
             "n_runs": len(m["ap_runs"]), "positive_rate": m["positive_rate"],
             "threshold": m.get("threshold"), "ap_top30_mean": t30_mean, "ap_top30_std": t30_std,
             "aux_accuracy": mean_std(m.get("aux_accuracy_runs") or [])[0],
+            "reading": m.get("reading"),
             "paper_ap_mean": paper[0] if paper else None,
             "paper_ap_std": paper[1] if paper else None,
             "job_wall_s": (res.get("timings") or {}).get("wall_s"),
@@ -106,6 +107,7 @@ def _table1_md(frame: pd.DataFrame) -> str:
             r = sub.loc[c]
             cells.append(f"{fmt(r.ap_mean, r.ap_std)} / {fmt(r.paper_ap_mean, r.paper_ap_std)}")
         out.append(f"| {registry.label(meth)} | " + " | ".join(cells) + " |\n")
+    out.append(_claims_md(frame))
     out.append("\n| column | positive rate | IFS threshold |\n|---|---|---|\n")
     first = frame.drop_duplicates("column").set_index("column")
     for c in cols:
@@ -119,6 +121,20 @@ def _table1_md(frame: pd.DataFrame) -> str:
         cells = [fmt(sub.loc[c].ap_top30_mean, sub.loc[c].ap_top30_std) if c in sub.index else "—"
                  for c in cols]
         out.append(f"| {registry.label(meth)} | " + " | ".join(cells) + " |\n")
+    return "".join(out)
+
+
+def _claims_md(frame: pd.DataFrame) -> str:
+    """The reading the cells ran under and the paper's claims C1-C5 (issue 13) they hold."""
+    from faux.reports.readings import CLAIMS, claims
+
+    ap: dict = {}
+    for r in frame.itertuples():
+        ap.setdefault(r.method, {})[r.column] = r.ap_mean
+    readings = sorted({str(v) for v in frame.get("reading", pd.Series(dtype=str)).dropna()})
+    out = [f"\nReading: {', '.join(readings) or '?'} (conf/reading/; docs/readings.md).\n"]
+    for k, (held, ok, n) in claims(ap).items():
+        out.append(f"- {k} {'holds' if held else 'does not hold'} ({ok}/{n}): {CLAIMS[k]}\n")
     return "".join(out)
 
 
