@@ -100,8 +100,9 @@ def test_profile_generators_reach_every_synthetic_study():
     tiny = {"epochs": 2, "max_steps": 20, "hidden": 16, "depth": 1}
     want = {"magic": tiny, "backache": tiny}
     pair = ("magic", "backache")
+    # (reading=gumbel: a reading with no CVAE overrides of its own; Table 1 takes the reading's)
     s1 = table1.Settings.from_config(_compose("experiment=table1", "profile=tiny",
-                                              "column=Synthetic-1"))
+                                              "column=Synthetic-1", "reading=gumbel"))
     s5 = fig5.Settings.from_config(_compose("experiment=fig5", "profile=tiny",
                                             "pair=magic/backache"))
     s11 = fig11.Settings.from_config(_compose("experiment=fig11", "profile=tiny",
@@ -110,6 +111,11 @@ def test_profile_generators_reach_every_synthetic_study():
     for s in (s1, s5, s11):
         assert s.synth.gen_cfgs(pair) == want
     assert s8.generator_cfgs == want
+    # a reading's CVAE setting (latent size 16) sits under the profile's, in Table 1
+    s = table1.Settings.from_config(_compose("experiment=table1", "profile=tiny",
+                                             "column=Synthetic-1",
+                                             "reading=softmax_latent16_ng_ifs_kstd"))
+    assert s.synth.gen_cfgs(pair)["magic"] == {"latent_dim": 16, **tiny}
     # a study's per-dataset override sits under the profile's
     s = fig5.Settings.from_config(_compose("experiment=fig5", "profile=tiny",
                                            "+study.generators={magic: {beta: 0.5}}"))
