@@ -164,3 +164,53 @@ def test_generator_key_records_the_cpu_kernels():
     other = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                            text=True, timeout=120).stdout.strip()
     assert other == "DEFAULT/mkl_cbwr=AVX2" != key["cpu"]
+
+
+def test_cached_target_key_holds_the_thread_count_and_device(tmp_path):
+    """A target trained on CPU with 1 thread sums in another order than with 2: a shared cache
+    keeps them apart (and a second call with the same setting is a hit)."""
+    from faux.models.mlp import MLPSpec
+    from faux.studies.column import cached_mlp
+
+    g = torch.Generator().manual_seed(0)
+    x, t = torch.randn(64, 3, generator=g), torch.randint(0, 2, (64,), generator=g)
+    spec = MLPSpec(width=4, depth=1, max_epochs=1, batch_size=32)
+    cache, before = Cache(tmp_path / "c"), torch.get_num_threads()
+    try:
+        for n in (1, 1, 2):
+            torch.set_num_threads(n)
+            cached_mlp(cache, "target", {"k": 1}, spec, x, t, x, t, seed=0, accelerator="cpu")
+    finally:
+        torch.set_num_threads(before)
+    assert (cache.builds, cache.hits) == (2, 1)
+
+
+def test_fig8_target_key_holds_the_data_checksums_and_code(data_copy, tmp_path, monkeypatch):
+    """Fig. 8's cached targets are keyed by the generators' keys (data checksums, code
+    version), not a hand-bumped constant: a changed row makes a new key."""
+    from faux.studies import fig8
+    from faux.synth.sampler import SyntheticGenerator
+
+    keys, real = [], Cache.get_or_build
+
+    def capture(self, kind, key, build, **kw):
+        if kind != "fig8_target":
+            return real(self, kind, key, build, **kw)
+        keys.append(key)
+        raise RuntimeError("stop")                    # the key is all this test needs
+
+    monkeypatch.setattr(Cache, "get_or_build", capture)
+    cache = Cache(tmp_path / "cache")
+    kw = dict(fusion="concat", bias=0.5, n_train=50, width=4, depth=1, epochs=1, seed=0,
+              train_seed=0)
+    for change in (False, True):
+        if change:
+            _change_one_row(data_copy)
+        gen = SyntheticGenerator("backache", "backache", {"backache": TINY},
+                                 cache_dir=cache.root)
+        with pytest.raises(RuntimeError):
+            fig8._target(gen, cache, **kw)
+    a, b = keys
+    assert a["code"] == fig8.FIG8_CODE and a["threads"] == torch.get_num_threads()
+    assert a["gen"]["c"]["data_sha256"] != b["gen"]["c"]["data_sha256"]
+    assert cache.path("fig8_target", a) != cache.path("fig8_target", b)

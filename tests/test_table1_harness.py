@@ -53,6 +53,30 @@ def test_table1_csv_has_the_contract_columns(first_sweep):
     assert (first_sweep / "results" / "table1.tex").exists()
 
 
+def test_each_job_reports_where_its_time_went(first_sweep):
+    """result.json holds a per-phase split and the peak memory; table1.md sums them per method
+    and phase; the csv stays free of times (reruns compare equal)."""
+    import json
+
+    results = sorted((first_sweep / "sweep").rglob("result.json"))
+    assert len(results) == 3
+    for path in results:
+        res = json.loads(path.read_text())
+        m, wall = res["metrics"], res["timings"]["wall_s"]
+        ph = m["phase_s"]
+        assert {"generators", "sampling", "target", "reference", "ifs_labels", "score",
+                "metrics"} <= set(ph)
+        assert all(v >= 0 for v in ph.values())
+        assert sum(ph.values()) <= wall + 0.05        # phases are disjoint parts of the job
+        assert m["peak_rss_mb"] > 50
+        if m["method"] == "faux_ng":                   # an aux model per run seed
+            assert "aux" in ph and len(m["aux_s_runs"]) == len(m["ap_runs"])
+    md = (first_sweep / "results" / "table1.md").read_text()
+    assert "Where the job time went" in md and "| **all** |" in md and "Peak memory" in md
+    df = pd.read_csv(first_sweep / "results" / "table1.csv")
+    assert not [c for c in df.columns if c.startswith("phase_") or c == "peak_rss_mb"]
+
+
 def test_same_seed_gives_identical_table_from_a_cold_cache(first_sweep, tmp_path):
     _sweep(tmp_path / "sweep", tmp_path / "cache")      # fresh cache: everything retrains
     r = _aggregate(tmp_path / "sweep", tmp_path / "results")

@@ -39,6 +39,8 @@ def build(sweep, results_dir: Path, figures_dir: Path) -> Report:
             "paper_ap_mean": paper[0] if paper else None,
             "paper_ap_std": paper[1] if paper else None,
             "job_wall_s": (res.get("timings") or {}).get("wall_s"),
+            "peak_rss_mb": m.get("peak_rss_mb"),
+            **{f"phase_{k}_s": v for k, v in (m.get("phase_s") or {}).items()},
         })
     frame = pd.DataFrame(rows)
     report = Report(frame)
@@ -58,24 +60,60 @@ def build(sweep, results_dir: Path, figures_dir: Path) -> Report:
                                         *_methods(frame)])}
     frame.sort_values(["column", "method"], key=lambda s: s.map(rank), inplace=True)
     md, tex = _table1_md(frame) + _job_time_md(frame), _table1_tex(frame)
-    frame = frame.drop(columns=["job_wall_s"])     # the csv holds results only: reruns match
+    # the csv holds results only (reruns match); times and memory go to the md
+    frame = frame.drop(columns=[c for c in frame.columns if c in _RESOURCE_COLUMNS
+                                or (c.startswith("phase_") and c.endswith("_s"))])
     report.frame = frame
     report.files = write_tables(frame, md, tex, "table1", results_dir)
     return done(report, md)
 
 
+_RESOURCE_COLUMNS = ("job_wall_s", "peak_rss_mb")
+#: the phases of a table1 job, in the order they run (faux.studies.table1.run)
+PHASES = ("generators", "sampling", "target", "reference", "ifs_labels", "aux", "gan", "fit",
+          "score", "metrics")
+
+
 def _job_time_md(frame: pd.DataFrame) -> str:
-    """Job time (each job's ``timings.wall_s``): in all, per method, and the longest job."""
+    """Job time (each job's ``timings.wall_s``): in all, per method, and the longest job; then
+    where it went, per method and phase (each job's ``phase_s``), and the peak memory."""
     t = frame["job_wall_s"].astype(float)
     if not t.notna().any():
         return ""
     longest = frame.loc[t.idxmax()]
     per = frame.assign(t=t).groupby("method", sort=False)["t"].sum() / 60
     per = per.reindex(sorted(per.index, key=_order))
-    return (f"\nJob time: {t.sum() / 60:.1f} min over {int(t.notna().sum())} jobs (cached "
-            f"artifacts are built by the first job that needs them); longest "
-            f"{longest['column']}/{longest['method']} {t.max() / 60:.1f} min. Per method (min): "
-            + ", ".join(f"{m} {v:.1f}" for m, v in per.items()) + ".\n")
+    out = (f"\nJob time: {t.sum() / 60:.1f} min over {int(t.notna().sum())} jobs (cached "
+           f"artifacts are built by the first job that needs them); longest "
+           f"{longest['column']}/{longest['method']} {t.max() / 60:.1f} min. Per method (min): "
+           + ", ".join(f"{m} {v:.1f}" for m, v in per.items()) + ".\n")
+    return out + _phase_md(frame)
+
+
+def _phase_md(frame: pd.DataFrame) -> str:
+    """Seconds per method and phase, summed over the columns (a cached artifact costs its
+    build in the job that made it and a load elsewhere)."""
+    cols = [f"phase_{p}_s" for p in PHASES if f"phase_{p}_s" in frame.columns]
+    if not cols:
+        return ""
+    sums = frame.groupby("method", sort=False)[cols].sum(min_count=1)
+    sums = sums.reindex(sorted(sums.index, key=_order))
+    names = [c[len("phase_"):-len("_s")] for c in cols]
+    lines = ["", "Where the job time went (seconds, summed over columns; `phase_s` in each "
+             "result.json):", "", "| method | " + " | ".join(names) + " | total |",
+             "|---|" + "---:|" * (len(names) + 1)]
+    for meth, row in sums.iterrows():
+        vals = [row[c] for c in cols]
+        lines.append(f"| {registry.label(meth)} | "
+                     + " | ".join("" if pd.isna(v) else f"{v:.1f}" for v in vals)
+                     + f" | {sum(v for v in vals if not pd.isna(v)):.1f} |")
+    tot = [sums[c].sum() for c in cols]
+    lines.append("| **all** | " + " | ".join(f"{v:.1f}" for v in tot) + f" | {sum(tot):.1f} |")
+    if "peak_rss_mb" in frame.columns and frame["peak_rss_mb"].notna().any():
+        i = frame["peak_rss_mb"].astype(float).idxmax()
+        lines.append(f"\nPeak memory: {frame.loc[i, 'peak_rss_mb']:.0f} MiB "
+                     f"({frame.loc[i, 'column']}/{frame.loc[i, 'method']}).")
+    return "\n".join(lines) + "\n"
 
 
 def _order(v) -> tuple[int, str]:

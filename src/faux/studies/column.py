@@ -31,6 +31,8 @@ from faux.errors import ConfigError
 from faux.methods import registry
 from faux.methods.protocol import Batch, MethodConfig, TrainData
 from faux.models.mlp import MLP, MLPSpec
+from faux.models.training import resolve_device
+from faux.studies.resources import Phases
 from faux.synth.ground_truth import ifs, ifs_labels, ifs_threshold, positive_rate
 from faux.synth.sampler import GENERATOR_VERSION, SyntheticGenerator, SyntheticSet, generator_config
 
@@ -128,7 +130,10 @@ def cached_mlp(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, x_val, t
                accelerator: str = "auto", projection: torch.Tensor | None = None):
     """An MLP classifier trained once per key and then loaded from the cache (with a fixed
     input ``projection``, e.g. the disentangled aux's x W~, part of the key)."""
-    key = {**key, "spec": spec.__dict__, "train_seed": int(seed), "code": MLP_CODE}
+    # where it trains (CPU / GPU) and, on CPU, the thread count change the order floats are
+    # summed in: both are part of the key
+    key = {**key, "spec": spec.__dict__, "train_seed": int(seed), "code": MLP_CODE,
+           "device": resolve_device(accelerator).type, "threads": torch.get_num_threads()}
     extra = {}
     if projection is not None:
         p = torch.as_tensor(projection, dtype=torch.float32).contiguous()
@@ -153,35 +158,37 @@ def prepare_column(col: Column, *, sizes: dict, target_spec: MLPSpec, gen_cfgs: 
                    accelerator: str = "auto", root=None) -> PreparedColumn:
     """Sample the column's data, train (or load) its target and bias-0 reference, label IFS."""
     cache = cache or Cache()
-    t0 = time.perf_counter()
-    gen = make_generator(col, gen_cfgs, gen_opts, cache, root=root)
-    t_gen = time.perf_counter() - t0
+    phase = Phases()
+    with phase("generators"):
+        gen = make_generator(col, gen_cfgs, gen_opts, cache, root=root)
     n_tr, n_va, n_te = int(sizes["n_train"]), int(sizes["n_val"]), int(sizes["n_test"])
     base = int(seed) * 1000
 
     def draw(bias, off):
-        return (gen.sample(n_tr, bias, col.fusion, seed=base + off + 1),
-                gen.sample(n_va, bias, col.fusion, seed=base + off + 2),
-                gen.sample(n_te, bias, col.fusion, seed=base + off + 3))
+        with phase("sampling"):
+            return (gen.sample(n_tr, bias, col.fusion, seed=base + off + 1),
+                    gen.sample(n_va, bias, col.fusion, seed=base + off + 2),
+                    gen.sample(n_te, bias, col.fusion, seed=base + off + 3))
 
     train, val, test = draw(col.bias, 0)
     gkey = generator_key(gen, gen_cfgs)
     key = {"gen": gkey, "fusion": col.fusion, "sizes": [n_tr, n_va], "data_seed": base}
-    t1 = time.perf_counter()
-    target, tinfo = cached_mlp(cache, "target", {**key, "bias": float(col.bias)}, target_spec,
-                               train.x, train.y, val.x, val.y, seed, accelerator)
+    with phase("target"):
+        target, tinfo = cached_mlp(cache, "target", {**key, "bias": float(col.bias)},
+                                   target_spec, train.x, train.y, val.x, val.y, seed, accelerator)
     # the same target recipe on bias-0 data of the same pair and fusion sets the threshold
     tr0, va0, te0 = draw(0.0, 10)
-    ref, _ = cached_mlp(cache, "target", {**key, "bias": 0.0, "data_seed": base + 10},
-                        target_spec, tr0.x, tr0.y, va0.x, va0.y, seed, accelerator)
-    t_targets = time.perf_counter() - t1
-    v_ref = ifs(ref, te0.x, te0.x_cf, output=output)
-    thr = ifs_threshold(v_ref, k=k)
-    v = ifs(target, test.x, test.x_cf, output=output)
-    labels = ifs_labels(v, thr)
+    with phase("reference"):
+        ref, _ = cached_mlp(cache, "target", {**key, "bias": 0.0, "data_seed": base + 10},
+                            target_spec, tr0.x, tr0.y, va0.x, va0.y, seed, accelerator)
+    with phase("ifs_labels"):
+        v_ref = ifs(ref, te0.x, te0.x_cf, output=output)
+        thr = ifs_threshold(v_ref, k=k)
+        v = ifs(target, test.x, test.x_cf, output=output)
+        labels = ifs_labels(v, thr)
     return PreparedColumn(col, train, val, test, target, tinfo, v, thr, labels,
                           positive_rate(labels), {**key, "bias": float(col.bias)},
-                          {"generators_s": t_gen, "targets_s": t_targets}, v_ref, gen)
+                          phase.seconds, v_ref, gen)
 
 
 def train_aux(pc: PreparedColumn, spec: MLPSpec, seed: int, cache: Cache | None = None,

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faux.cache import Cache, torch_dumps, torch_loads
+from faux.cache import Cache, code_version, torch_dumps, torch_loads
 from faux.errors import ConfigError
 from faux.methods.lic_ub import lic_ub
 from faux.synth.ground_truth import ifs, ifs_labels, ifs_threshold, positive_rate
@@ -32,7 +32,9 @@ log = logging.getLogger("faux.studies.fig8")
 
 JOB = "fig8"
 
-FIG8_VERSION = 2
+#: the code a cached Fig. 8 target depends on (a hash of the sources, not bumped by hand)
+FIG8_CODE = code_version("faux.studies.fig8", "faux.synth.reference", "faux.models.mlp",
+                         "faux.models.training")
 CSV_COLUMNS = ["pair", "fusion", "bias", "ifs_mean", "ifs_median", "ifs_p95", "positive_rate",
                "n"]
 
@@ -47,8 +49,9 @@ FULL = {"n_train": 20000, "n_test": 5000, "width": 64, "depth": 2, "epochs": 40,
 def _target(gen: SyntheticGenerator, cache: Cache, *, fusion: str, bias: float, n_train: int,
             width: int, depth: int, epochs: int, seed: int, train_seed: int):
     """The MLP target of one (fusion, bias) cell, trained once and cached."""
-    key = {"what": "fig8_target", "version": FIG8_VERSION, "xc": gen.xc, "xy": gen.xy,
-           "gen_c": gen.gen_c.cfg, "gen_y": gen.gen_y.cfg, "gen_seed": gen.seed,
+    # gen.key: both CVAEs' data checksums, code version, configs, seed, CPU kernels, decoding
+    key = {"what": "fig8_target", "code": FIG8_CODE, "xc": gen.xc, "xy": gen.xy,
+           "gen": gen.key, "threads": torch.get_num_threads(),
            "decoding": gen.decoding, "tau": gen.tau, "fusion": fusion, "bias": float(bias),
            "n_train": int(n_train), "width": int(width), "depth": int(depth),
            "epochs": int(epochs), "data_seed": int(seed), "train_seed": int(train_seed)}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import resource
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -29,3 +31,21 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+
+
+class Phases:
+    """Seconds per named phase of a job, summed over repeats (``with phases("aux"): ...``)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - t0)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + float(seconds)

@@ -9,6 +9,7 @@ method (``faux.methods.registry``) runs here.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from faux.errors import ConfigError
@@ -18,6 +19,7 @@ from faux.metrics.ranking import ap_top_fraction, average_precision
 from faux.models.mlp import MLPSpec
 from faux.studies.column import Column, ColumnSettings, prepare_shared, score_method
 from faux.studies.readings import aux_provider, labels_for, reading_of, synth_settings, target_spec
+from faux.studies.resources import Phases, peak_rss_mb, reset_peak_rss
 
 JOB = "table1_cell"
 
@@ -61,24 +63,44 @@ class Settings:
 
 def run(s: Settings, out_dir, log) -> dict:
     col, method = s.column, registry.get(s.method)
+    rss_scope = reset_peak_rss()
+    phase = Phases()
     shared = prepare_shared(col, s.synth, s.target, s.seed)
     pc = shared.pc
+    phase.add("generators", shared.generators_s)
+    for name, sec in pc.timings.items():
+        phase.add(name, sec)
     labels, threshold = labels_for(pc, s.threshold)
     rate = float(labels.float().mean())
     log(f"{s.name} ({col.xc}/{col.xy}, bias {col.bias}, {col.fusion}; reading {s.reading}): "
         f"positive rate {rate:.3f}, target accuracy {pc.target_info['accuracy']:.3f}")
     seeds = method.run_seeds(s.seed, s.runs)
     cache, acc = s.synth.cache(), s.synth.accelerator
-    data = TrainData(pc.train.x, pc.train.c, pc.val.x, pc.val.c,
-                     aux_provider(pc, s.aux_kind, s.aux, s.synth))
+    aux_of, aux_s = aux_provider(pc, s.aux_kind, s.aux, s.synth), {}
+
+    def timed_aux(seed):
+        t0 = time.perf_counter()
+        out = aux_of(seed)
+        aux_s[int(seed)] = aux_s.get(int(seed), 0.0) + time.perf_counter() - t0
+        return out
+
+    data = TrainData(pc.train.x, pc.train.c, pc.val.x, pc.val.c, timed_aux)
     # the cell's seeds are fitted together (FlipTest trains its GANs as one stack)
+    t0 = time.perf_counter()
     fitted = method.build(s.methods).fit_many(data, seeds)
+    fit_s = time.perf_counter() - t0
+    aux_total = sum(aux_s.values())
+    phase.add("aux", aux_total)
+    # what fitting cost besides the aux models: FlipTest's GANs, Unfair Map's metric...
+    phase.add("gan" if "gan" in method.needs else "fit", max(fit_s - aux_total, 0.0))
     aps, top30, facts = [], [], []
     for seed, f in zip(seeds, fitted):
-        scores, info = score_method(s.method, pc, seed, aux_spec=s.aux, cache=cache,
-                                    accelerator=acc, fitted=f)
-        aps.append(average_precision(labels, scores))
-        top30.append(ap_top_fraction(pc.ifs_test, scores, 0.3))
+        with phase("score"):
+            scores, info = score_method(s.method, pc, seed, aux_spec=s.aux, cache=cache,
+                                        accelerator=acc, fitted=f)
+        with phase("metrics"):
+            aps.append(average_precision(labels, scores))
+            top30.append(ap_top_fraction(pc.ifs_test, scores, 0.3))
         facts.append(info)
         log(f"  {s.method} seed {seed}: AP {aps[-1]:.3f} (top-30% AP {top30[-1]:.3f})")
     return {
@@ -93,5 +115,7 @@ def run(s: Settings, out_dir, log) -> dict:
         "gan_ks_runs": [f["gan_ks"] for f in facts if "gan_ks" in f],
         "gan_mse_runs": [f["gan_mse"] for f in facts if "gan_mse" in f],
         "score_s_runs": [f["score_s"] for f in facts],
-        **{f"prepare_{k}": v for k, v in pc.timings.items()},
+        "phase_s": phase.seconds,
+        "aux_s_runs": [aux_s.get(int(sd), 0.0) for sd in seeds] if aux_s else [],
+        "peak_rss_mb": peak_rss_mb(), "peak_rss_scope": rss_scope,
     }
