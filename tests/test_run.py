@@ -71,6 +71,29 @@ def test_config_hash_ignores_other_studies_profile_sections():
     assert config_hash(fig5) != config_hash(fig5_more)
 
 
+def test_config_hash_of_a_one_method_job_leaves_out_other_methods_options():
+    """Changing faux_ig's baseline or FlipTest's GAN changes only those methods' jobs."""
+    from faux.run import config_hash
+
+    def cfg(method, **opts):
+        return {"job": "table1_cell", "method": method, "seed": 0, "profile": {"gan_steps": 10},
+                "model": {"aux": {"width": 8}, "gan": {"lr": 1e-3}},
+                "study": {"options": {"output": "prob", "ng": "sample", "ig_baseline": "zeros",
+                                      **opts}, "unfair_map": {}}}
+
+    for m in ("fta", "faux_ng", "lic_ub", "fliptest"):
+        assert config_hash(cfg(m)) == config_hash(cfg(m, ig_baseline="mean")), m
+    assert config_hash(cfg("faux_ig")) != config_hash(cfg("faux_ig", ig_baseline="mean"))
+    assert config_hash(cfg("faux_ng")) != config_hash(cfg("faux_ng", ng="feature"))
+    assert config_hash(cfg("faux_ng")) != config_hash(cfg("faux_ng", output="logit"))  # shared
+    gan = cfg("faux"), cfg("faux")
+    gan[1]["model"]["gan"]["lr"] = 1.0
+    assert config_hash(gan[0]) == config_hash(gan[1])
+    flip = cfg("fliptest"), cfg("fliptest")
+    flip[1]["model"]["gan"]["lr"] = 1.0
+    assert config_hash(flip[0]) != config_hash(flip[1])
+
+
 # ------------------------------------------------------------------ issue 15: reliability
 def _env(**kw):
     import os

@@ -77,6 +77,28 @@ def test_each_job_reports_where_its_time_went(first_sweep):
     assert not [c for c in df.columns if c.startswith("phase_") or c == "peak_rss_mb"]
 
 
+def test_rerun_changing_one_methods_option_recomputes_only_that_method(first_sweep, tmp_path):
+    """Other overrides make other job folders; every job whose config hash (other methods'
+    options left out) and code are unchanged reuses the memoised result instead of rerunning."""
+    import json
+
+    cache = first_sweep / "cache"
+    _sweep(tmp_path / "sweep", cache, "study.options.ng=feature")
+    by_method = {}
+    for path in (tmp_path / "sweep").rglob("result.json"):
+        res = json.loads(path.read_text())
+        by_method[res["metrics"]["method"]] = res
+    assert set(by_method) == {"fta", "faux_ng", "lic_ub"}
+    assert "reused_from" in by_method["fta"] and "reused_from" in by_method["lic_ub"]
+    assert "reused_from" not in by_method["faux_ng"]          # its option changed: recomputed
+    r = _aggregate(tmp_path / "sweep", tmp_path / "results")
+    assert r.returncode == 0, r.stderr
+    old = pd.read_csv(first_sweep / "results" / "table1.csv").set_index("method")
+    new = pd.read_csv(tmp_path / "results" / "table1.csv").set_index("method")
+    for m in ("fta", "lic_ub"):
+        assert old.loc[m, "ap_mean"] == new.loc[m, "ap_mean"]
+
+
 def test_same_seed_gives_identical_table_from_a_cold_cache(first_sweep, tmp_path):
     _sweep(tmp_path / "sweep", tmp_path / "cache")      # fresh cache: everything retrains
     r = _aggregate(tmp_path / "sweep", tmp_path / "results")

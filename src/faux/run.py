@@ -98,8 +98,9 @@ def plain_config(cfg: DictConfig) -> dict:
 
 
 def config_hash(cfg: dict, data_sha256: str | None = None) -> str:
-    """A stable hash of what the job computes: the config less paths, logging, launcher and
-    the profile sections of other studies, and the checksum of the data files it reads."""
+    """A stable hash of what the job computes: the config less paths, logging, launcher, the
+    profile sections of other studies and, for a one-method job, the keys only other methods
+    read (``registry.foreign_keys``), and the checksum of the data files it reads."""
     c = json.loads(json.dumps(cfg, default=str))
     if data_sha256 is not None:
         c["__data_sha256__"] = data_sha256
@@ -114,8 +115,22 @@ def config_hash(cfg: dict, data_sha256: str | None = None) -> str:
         for section, owner in _STUDY_SECTIONS.items():
             if c.get("job") != owner:
                 profile.pop(section, None)
+    if isinstance(c.get("method"), str):       # a one-method job: other methods' keys out
+        from faux.methods import registry
+
+        if c["method"] in registry.names():
+            for key in registry.foreign_keys(c["method"]):
+                _pop_dotted(c, key)
     blob = json.dumps(c, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _pop_dotted(c: dict, key: str) -> None:
+    *parents, last = key.split(".")
+    for p in parents:
+        c = c.get(p) if isinstance(c, dict) else None
+    if isinstance(c, dict):
+        c.pop(last, None)
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -272,19 +287,55 @@ def execute(cfg: DictConfig) -> dict:
         return done
     mark_stale(out_dir)
     validate(plain)
-    torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
-    pl.seed_everything(int(cfg.seed), workers=True, verbose=False)
     from faux import studies
 
     study = studies.get(cfg.job)
+    memo = memo_path(plain, chash) if getattr(study, "MEMO", False) else None
+    reused = reuse_memo(memo, out_dir, plain, chash)
+    if reused is not None:
+        return reused
+    torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
+    pl.seed_everything(int(cfg.seed), workers=True, verbose=False)
     t0 = time.perf_counter()
     metrics = study.run(study.Settings.from_config(plain), out_dir, log.info)
     wall = time.perf_counter() - t0
     result = {"status": "ok", "job": cfg.job, "config_hash": chash, "data_sha256": data,
               "config": plain, "metrics": metrics, "timings": {"wall_s": wall}}
     write_json_atomic(out_dir / "result.json", result)
+    if memo is not None:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(memo, result)
     log_to_logger(cfg, plain, chash, metrics, wall)
     return result
+
+
+def memo_path(plain: dict, chash: str) -> Path:
+    """Where the result of a job whose whole output is ``result.json`` (a study with ``MEMO``)
+    is kept for any sweep folder: ``<cache>/results/<config hash>-<faux code version>.json``.
+    A rerun under other overrides (a changed option of one method: every other method's
+    job has the same hash) reuses it instead of recomputing."""
+    from faux.cache import Cache, package_version
+
+    root = Cache((plain.get("paths") or {}).get("cache_dir")).root
+    return Path(root) / "results" / f"{chash}-{package_version()}.json"
+
+
+def reuse_memo(memo: Path | None, out_dir: Path, plain: dict, chash: str) -> dict | None:
+    """The memoised result of this config hash and code, written into ``out_dir`` as this
+    job's result (its config, its hash, ``reused_from`` naming the memo), else None."""
+    if memo is None:
+        return None
+    try:
+        res = json.loads(memo.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(res, dict) or res.get("config_hash") != chash or res.get("status") != "ok":
+        return None
+    res = {**res, "config": plain, "reused_from": str(memo)}
+    write_json_atomic(out_dir / "result.json", res)
+    log.info("same job (config %s, same code) already computed: result reused from %s",
+             chash, memo)
+    return res
 
 
 def _number(v) -> bool:

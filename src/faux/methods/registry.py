@@ -36,6 +36,7 @@ class Method:
     runs: str = "seeds"
     score_options: bool = False      # takes faux.score options (real-study variants)
     report: bool = False             # has a transparency report (Table 3)
+    config_keys: tuple = ()          # dotted config keys only this method reads
 
     def __post_init__(self):
         object.__setattr__(self, "needs", frozenset(self.needs))
@@ -105,6 +106,22 @@ def order(name: str) -> tuple[int, str]:
     return (all_names.index(name), "") if name in all_names else (len(all_names), name)
 
 
+#: config keys read only where a method has the need (a job for a method without the need
+#: leaves them out of its config hash)
+NEED_KEYS = {"aux": ("model.aux",), "gan": ("model.gan", "profile.gan_steps")}
+
+
+def foreign_keys(name: str) -> tuple[str, ...]:
+    """The dotted config keys a one-method job of ``name`` does not read: other methods' own
+    keys and the keys of needs it lacks. ``faux.run.config_hash`` leaves them out, so a rerun
+    that changes one method's option finds every other method's jobs finished."""
+    m = get(name)
+    own = set(m.config_keys) | {k for need in m.needs for k in NEED_KEYS.get(need, ())}
+    other = {k for o in _METHODS.values() if o.name != name for k in o.config_keys}
+    other |= {k for need, keys in NEED_KEYS.items() if need not in m.needs for k in keys}
+    return tuple(sorted(other - own))
+
+
 def check_names(values: Iterable[str], what: str = "method list") -> list[str]:
     """``values`` as a list, ConfigError naming any unknown method (the one check of the
     YAML method lists, e.g. Table 1's sweep)."""
@@ -118,13 +135,15 @@ def check_names(values: Iterable[str], what: str = "method list") -> list[str]:
 # --------------------------------------------------------------------------- the table
 register(Method("fta", "FTA", builtin.Gradient, {"target"}, 1, "once", score_options=True))
 register(Method("fta_lin", "FTA + lin. aux", builtin.Refit, {"target", "train"}, 2))
-register(Method("unfair_map", "Unfair Map", builtin.Refit, {"target", "train"}, 3, "tens"))
+register(Method("unfair_map", "Unfair Map", builtin.Refit, {"target", "train"}, 3, "tens",
+                config_keys=("study.unfair_map",)))
 register(Method("fliptest", "FlipTest", builtin.Flip, {"target", "train", "gan"}, 4,
                 report=True))
 register(Method("faux", "fAux", builtin.Gradient, {"target", "aux"}, 5, score_options=True,
                 report=True))
 register(Method("faux_ng", "fAux+NG", builtin.Gradient, {"target", "aux"}, 6,
-                score_options=True, report=True))
+                score_options=True, report=True, config_keys=("study.options.ng",)))
 register(Method("faux_ig", "fAux+IG", builtin.Gradient, {"target", "aux"}, 7,
-                score_options=True, report=True))
+                score_options=True, report=True,
+                config_keys=("study.options.ig_steps", "study.options.ig_baseline")))
 register(Method("lic_ub", "LIC-UB", builtin.LicUB, {"target", "dxdc"}, 8, "once"))
