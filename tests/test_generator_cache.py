@@ -214,3 +214,33 @@ def test_fig8_target_key_holds_the_data_checksums_and_code(data_copy, tmp_path, 
     assert a["code"] == fig8.FIG8_CODE and a["threads"] == torch.get_num_threads()
     assert a["gen"]["c"]["data_sha256"] != b["gen"]["c"]["data_sha256"]
     assert cache.path("fig8_target", a) != cache.path("fig8_target", b)
+
+
+def test_column_sets_are_sampled_once_and_load_bit_identical(tmp_path):
+    """Every job of a column loads the sets sampled by the first (decoding through the CVAEs
+    is most of a warm job's time); what it loads equals what sampling gives."""
+    from faux.models.mlp import MLPSpec
+    from faux.studies.column import Column, prepare_column
+    from faux.synth.sampler import SyntheticGenerator
+
+    cache = Cache(tmp_path / "cache")
+    col = Column("backache", "backache", 0.5, "outer")
+    kw = dict(sizes={"n_train": 60, "n_val": 20, "n_test": 40},
+              target_spec=MLPSpec(width=4, depth=1, max_epochs=1, batch_size=32),
+              gen_cfgs={"backache": TINY}, gen_opts={"decoding": "softmax", "tau": 0.3},
+              cache=cache, accelerator="cpu")
+    a = prepare_column(col, **kw)
+    assert len(list((cache.root / "column_sets").glob("*.bin"))) == 2   # the column, bias 0
+    b = prepare_column(col, **kw)
+    assert len(list((cache.root / "column_sets").glob("*.bin"))) == 2
+    fresh = SyntheticGenerator("backache", "backache", {"backache": TINY}, cache_dir=cache.root,
+                               decoding="softmax").sample(40, 0.5, "outer", seed=3)
+    for name in ("x", "x_cf", "y", "c", "dx_dc", "x_hat", "x_tilde", "w_tilde"):
+        assert torch.equal(getattr(a.test, name), getattr(b.test, name)), name
+        assert torch.equal(getattr(b.test, name), getattr(fresh, name)), name
+    assert (a.test.joint == fresh.joint).all() and a.test.joint.dtype == fresh.joint.dtype
+    assert torch.equal(a.labels, b.labels) and a.threshold == b.threshold
+    assert {"sampling", "target", "reference"} <= set(b.timings)
+    # another LIC-UB evaluation point gives other dx/dc: another entry
+    prepare_column(col, **{**kw, "gen_opts": {**kw["gen_opts"], "dxdc_at": "observed"}})
+    assert len(list((cache.root / "column_sets").glob("*.bin"))) == 4
