@@ -184,3 +184,22 @@ def test_real_hydra_jobs_pass_the_config_check(tmp_path):
     cfg["seed"] = 7
     (one / ".hydra" / "config.yaml").write_text(yaml.safe_dump(cfg))
     assert "another config" in check_result(one)[1]
+
+
+def test_stored_config_hash_is_memoised_by_the_config_bytes(tmp_path, monkeypatch):
+    """Resolving each job's config.yaml was most of an aggregation: the hash is memoised in
+    the cache by the file's bytes (and data checksum, code); other bytes are resolved anew."""
+    from faux.reports import sweep as sw
+
+    monkeypatch.setenv("FAUX_CACHE_DIR", str(tmp_path / "cache"))
+    job = tmp_path / "job"
+    (job / ".hydra").mkdir(parents=True)
+    (job / ".hydra" / "config.yaml").write_text("job: summary\nseed: 0\nlr: 1e-3\n")
+    first = sw.stored_config_hash(job, "d1")
+    calls = []
+    real = sw._config_hash_of
+    monkeypatch.setattr(sw, "_config_hash_of", lambda p, d: calls.append(p) or real(p, d))
+    assert sw.stored_config_hash(job, "d1") == first and calls == []        # from the memo
+    assert sw.stored_config_hash(job, "d2") != first and len(calls) == 1    # other data
+    (job / ".hydra" / "config.yaml").write_text("job: summary\nseed: 1\nlr: 1e-3\n")
+    assert sw.stored_config_hash(job, "d1") != first and len(calls) == 2    # other config

@@ -78,25 +78,41 @@ def test_each_job_reports_where_its_time_went(first_sweep):
 
 
 def test_rerun_changing_one_methods_option_recomputes_only_that_method(first_sweep, tmp_path):
-    """Other overrides make other job folders; every job whose config hash (other methods'
-    options left out) and code are unchanged reuses the memoised result instead of rerunning."""
+    """A rerun into the same folder with one more override makes new job folders; every job
+    whose config hash (other methods' options left out) and code are unchanged reuses the
+    memoised result, and the table takes the latest launch's cells, not the old ones."""
     import json
+    import shutil
 
-    cache = first_sweep / "cache"
-    _sweep(tmp_path / "sweep", cache, "study.options.ng=feature")
-    by_method = {}
-    for path in (tmp_path / "sweep").rglob("result.json"):
-        res = json.loads(path.read_text())
-        by_method[res["metrics"]["method"]] = res
-    assert set(by_method) == {"fta", "faux_ng", "lic_ub"}
-    assert "reused_from" in by_method["fta"] and "reused_from" in by_method["lic_ub"]
-    assert "reused_from" not in by_method["faux_ng"]          # its option changed: recomputed
-    r = _aggregate(tmp_path / "sweep", tmp_path / "results")
+    sweep, cache = tmp_path / "sweep", first_sweep / "cache"
+    shutil.copytree(first_sweep / "sweep", sweep)
+    before = {p.parent for p in sweep.rglob("result.json")}
+    _sweep(sweep, cache, "study.options.ng=feature")
+    new = {}
+    for path in sweep.rglob("result.json"):
+        if path.parent not in before:
+            res = json.loads(path.read_text())
+            new[res["metrics"]["method"]] = res
+    assert set(new) == {"fta", "faux_ng", "lic_ub"}
+    assert "reused_from" in new["fta"] and "reused_from" in new["lic_ub"]
+    assert "reused_from" not in new["faux_ng"]             # its option changed: recomputed
+    assert new["faux_ng"]["config"]["study"]["options"]["ng"] == "feature"
+    r = _aggregate(sweep, tmp_path / "results")
     assert r.returncode == 0, r.stderr
     old = pd.read_csv(first_sweep / "results" / "table1.csv").set_index("method")
-    new = pd.read_csv(tmp_path / "results" / "table1.csv").set_index("method")
+    got = pd.read_csv(tmp_path / "results" / "table1.csv").set_index("method")
+    assert len(got) == 3
     for m in ("fta", "lic_ub"):
-        assert old.loc[m, "ap_mean"] == new.loc[m, "ap_mean"]
+        assert old.loc[m, "ap_mean"] == got.loc[m, "ap_mean"]
+    ap_new = sum(new["faux_ng"]["metrics"]["ap_runs"]) / len(new["faux_ng"]["metrics"]["ap_runs"])
+    # the latest launch's cell (the csv rounds), not the earlier sweep's: the old one is named
+    assert abs(got.loc["faux_ng", "ap_mean"] - ap_new) < 1e-4
+    new_dir = str(next(p.parent for p in sweep.rglob("result.json")
+                       if p.parent not in before and "faux_ng" in p.parent.joinpath(
+                           ".hydra", "overrides.yaml").read_text()))
+    notes = [ln for ln in (r.stdout + r.stderr).splitlines() if "gives the same cell" in ln
+             and "faux_ng" in ln]
+    assert len(notes) == 1 and notes[0].rstrip().split(" as ")[1].startswith(new_dir), notes
 
 
 def test_same_seed_gives_identical_table_from_a_cold_cache(first_sweep, tmp_path):

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from faux.errors import FauxError
-from faux.reports import BUILDERS, builders
+from faux.reports import BUILDERS, builder
 from faux.reports.sweep import read_sweeps, unfinished_cells
 
 
@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         sweep = read_sweeps(args.sweep_dir)
-        report = builders()[args.table](sweep, args.results_dir, args.figures_dir)
+        report = builder(args.table)(sweep, args.results_dir, args.figures_dir)
     except FauxError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

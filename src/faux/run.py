@@ -273,8 +273,7 @@ def _make_logger(cfg: DictConfig):
 
 def execute(cfg: DictConfig) -> dict:
     """Run one job for a composed config (what ``main`` does, without Hydra's wrapper)."""
-    import pytorch_lightning as pl
-    import torch
+    from faux import studies
 
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -286,14 +285,17 @@ def execute(cfg: DictConfig) -> dict:
         log.info("job already finished (config %s) in %s: skipped", chash, out_dir)
         return done
     mark_stale(out_dir)
-    validate(plain)
-    from faux import studies
-
-    study = studies.get(cfg.job)
-    memo = memo_path(plain, chash) if getattr(study, "MEMO", False) else None
+    # an identical job (same config hash, same faux code) already computed: its result, before
+    # anything heavy is imported (a reused job costs a file copy, not a torch start-up)
+    memo = memo_path(plain, chash) if cfg.job in studies.MEMO_JOBS else None
     reused = reuse_memo(memo, out_dir, plain, chash)
     if reused is not None:
         return reused
+    validate(plain)
+    import pytorch_lightning as pl
+    import torch
+
+    study = studies.get(cfg.job)
     torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
     pl.seed_everything(int(cfg.seed), workers=True, verbose=False)
     t0 = time.perf_counter()
@@ -310,7 +312,7 @@ def execute(cfg: DictConfig) -> dict:
 
 
 def memo_path(plain: dict, chash: str) -> Path:
-    """Where the result of a job whose whole output is ``result.json`` (a study with ``MEMO``)
+    """Where the result of a job whose whole output is ``result.json`` (``studies.MEMO_JOBS``)
     is kept for any sweep folder: ``<cache>/results/<config hash>-<faux code version>.json``.
     A rerun under other overrides (a changed option of one method: every other method's
     job has the same hash) reuses it instead of recomputing."""

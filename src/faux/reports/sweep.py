@@ -20,6 +20,7 @@ numbered folder and its hash-named successor): the newer result is used, the oth
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,31 @@ def stored_config_hash(job_dir: Path, data_sha256: str | None) -> str | None:
     path = Path(job_dir) / ".hydra" / "config.yaml"
     if not path.is_file():
         return None
+    # resolving a job's config costs ~0.2 s: the hash is memoised in the cache by the bytes of
+    # config.yaml, the data checksum and the faux code (another config gives another entry)
+    import hashlib
+
+    from faux.cache import Cache, package_version
+
+    text = path.read_bytes()
+    memo_key = hashlib.sha256(text + f"\n{data_sha256}\n{package_version()}".encode())
+    memo = Path(Cache().root) / "config_hashes" / f"{memo_key.hexdigest()[:32]}.txt"
+    try:
+        return memo.read_text().strip() or None
+    except OSError:
+        pass
+    out = _config_hash_of(path, data_sha256)
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(out)
+        os.replace(tmp, memo)
+    except OSError:
+        pass                                  # a read-only cache: no memo, same answer
+    return out
+
+
+def _config_hash_of(path: Path, data_sha256: str | None) -> str:
     from omegaconf import OmegaConf
 
     from faux.run import _VOLATILE, config_hash, register_resolvers
@@ -157,7 +183,7 @@ def read_sweep(root: Path) -> Sweep:
             sweep.unfinished.append(d)
             sweep.reasons[str(d)] = why
             continue
-        res["_dir"] = str(d)
+        res["_dir"], res["_cell"] = str(d), list(cell)
         mtime = (d / "result.json").stat().st_mtime
         if cell in by_cell:
             old_t, old = by_cell[cell]
@@ -167,7 +193,12 @@ def read_sweep(root: Path) -> Sweep:
             by_cell[cell] = (max(mtime, old_t), keep)
         else:
             by_cell[cell] = (mtime, res)
-    sweep.results = sorted((r for _, r in by_cell.values()), key=lambda r: r["_dir"])
+    # a cell of the latest launch (multirun.yaml) comes before one an earlier sweep into this
+    # folder left with other overrides: where both give the same table cell (results_of
+    # keeps the first), the latest launch's result is the one used
+    latest = {job_key(j) for j in expected_jobs(root) or []}
+    sweep.results = sorted((r for _, r in by_cell.values()),
+                           key=lambda r: (tuple(r.get("_cell", ())) not in latest, r["_dir"]))
     for job in expected_jobs(root) or []:
         if job_key(job) not in seen:
             sweep.never_started.append((f"job {' '.join(job_key(job))}",
@@ -210,15 +241,18 @@ def unfinished_cells(sweep: Sweep) -> list[tuple[str, str]]:
 
 
 def results_of(sweep: Sweep, job: str, key) -> list[dict]:
-    """The results of ``job`` jobs, the first of each ``key(metrics)`` (a cell given twice,
-    from two sweeps, is kept once)."""
-    out, seen = [], set()
+    """The results of ``job`` jobs, the first of each ``key(metrics)``: a cell given twice
+    (two sweeps into one folder with other overrides) is kept once, the latest launch's
+    (:func:`read_sweep` orders it first), and the other is named in ``sweep.notes``."""
+    out, seen = [], {}
     for res in sweep.results:
         if res.get("job") != job:
             continue
         k = key(res["metrics"])
         if k in seen:
+            sweep.notes.append(f"{res['_dir']} gives the same cell {k} as {seen[k]}, which is "
+                               f"used (the latest launch's, else the first)")
             continue
-        seen.add(k)
+        seen[k] = res["_dir"]
         out.append(res)
     return out

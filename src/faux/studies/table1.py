@@ -22,8 +22,6 @@ from faux.studies.readings import aux_provider, labels_for, reading_of, synth_se
 from faux.studies.resources import Phases, peak_rss_mb, reset_peak_rss
 
 JOB = "table1_cell"
-#: the job's whole output is result.json: faux.run may reuse an identical job's result
-MEMO = True
 
 
 @dataclass(frozen=True)
