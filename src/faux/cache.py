@@ -108,15 +108,7 @@ def code_version(*modules: str) -> str:
         if spec is None or not spec.origin or not Path(spec.origin).is_file():
             raise ValueError(f"code_version: module {name!r} has no source file")
         files.append(Path(spec.origin))
-    memo = tuple((n, str(f), f.stat().st_mtime_ns, f.stat().st_size) for n, f in zip(names, files))
-    if memo not in _CODE_SUMS:
-        h = hashlib.sha256()
-        for name, f in zip(names, files):
-            h.update(f"{name}\n".encode())
-            h.update(f.read_bytes())
-        h.update(_library_versions().encode())
-        _CODE_SUMS[memo] = h.hexdigest()[:16]
-    return _CODE_SUMS[memo]
+    return _sources_hash(list(zip(names, files)))
 
 
 def package_version() -> str:
@@ -126,12 +118,17 @@ def package_version() -> str:
     import faux
 
     root = Path(faux.__file__).resolve().parent
-    files = sorted(root.rglob("*.py"))
-    memo = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    return _sources_hash([(f.relative_to(root).as_posix(), f) for f in sorted(root.rglob("*.py"))])
+
+
+def _sources_hash(named: list[tuple[str, Path]]) -> str:
+    """16 hex of SHA-256 over (label, bytes) of each file and the library versions; memoised
+    on the files' paths, sizes and modification times."""
+    memo = tuple((n, str(f), f.stat().st_mtime_ns, f.stat().st_size) for n, f in named)
     if memo not in _CODE_SUMS:
         h = hashlib.sha256()
-        for f in files:
-            h.update(f"{f.relative_to(root).as_posix()}\n".encode())
+        for name, f in named:
+            h.update(f"{name}\n".encode())
             h.update(f.read_bytes())
         h.update(_library_versions().encode())
         _CODE_SUMS[memo] = h.hexdigest()[:16]

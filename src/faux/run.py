@@ -285,59 +285,59 @@ def execute(cfg: DictConfig) -> dict:
         log.info("job already finished (config %s) in %s: skipped", chash, out_dir)
         return done
     mark_stale(out_dir)
-    # an identical job (same config hash, same faux code) already computed: its result, before
-    # anything heavy is imported (a reused job costs a file copy, not a torch start-up)
-    memo = memo_path(plain, chash) if cfg.job in studies.MEMO_JOBS else None
-    reused = reuse_memo(memo, out_dir, plain, chash)
-    if reused is not None:
-        return reused
-    validate(plain)
+    if cfg.job not in studies.MEMO_JOBS:
+        validate(plain)
+        result = _compute(cfg, plain, chash, data)
+        reused = None
+    else:
+        # an identical job (same config hash, same faux code) of any sweep folder: its result
+        # from the cache, computed once (a parallel twin waits on the key's lock); a hit
+        # returns before torch or Lightning is imported, a bad config fails before it
+        # touches the cache (no result can exist for it)
+        from faux.cache import Cache, json_dumps, json_loads
+
+        cache = Cache((plain.get("paths") or {}).get("cache_dir"))
+        key = memo_key(chash)
+        if not cache.path("results", key).exists():
+            validate(plain)
+        result = cache.get_or_build("results", key, lambda: _compute(cfg, plain, chash, data),
+                                    dumps=json_dumps, loads=json_loads)
+        reused = str(cache.path("results", key)) if cache.builds == 0 else None
+        result = {**result, "config": plain, **({"reused_from": reused} if reused else {})}
+    write_json_atomic(out_dir / "result.json", result)
+    if reused:
+        log.info("same job (config %s, same code) already computed: result reused from %s",
+                 chash, reused)
+    else:
+        log_to_logger(cfg, plain, chash, result["metrics"], result["timings"]["wall_s"])
+    return result
+
+
+def _compute(cfg: DictConfig, plain: dict, chash: str, data: str | None) -> dict:
+    """Run the job's study (its config validated): the result (status, hash, config, metrics,
+    time)."""
     import pytorch_lightning as pl
     import torch
+
+    from faux import studies
 
     study = studies.get(cfg.job)
     torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
     pl.seed_everything(int(cfg.seed), workers=True, verbose=False)
     t0 = time.perf_counter()
-    metrics = study.run(study.Settings.from_config(plain), out_dir, log.info)
+    metrics = study.run(study.Settings.from_config(plain), Path(cfg.paths.output_dir), log.info)
     wall = time.perf_counter() - t0
-    result = {"status": "ok", "job": cfg.job, "config_hash": chash, "data_sha256": data,
-              "config": plain, "metrics": metrics, "timings": {"wall_s": wall}}
-    write_json_atomic(out_dir / "result.json", result)
-    if memo is not None:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(memo, result)
-    log_to_logger(cfg, plain, chash, metrics, wall)
-    return result
+    return {"status": "ok", "job": cfg.job, "config_hash": chash, "data_sha256": data,
+            "config": plain, "metrics": metrics, "timings": {"wall_s": wall}}
 
 
-def memo_path(plain: dict, chash: str) -> Path:
-    """Where the result of a job whose whole output is ``result.json`` (``studies.MEMO_JOBS``)
-    is kept for any sweep folder: ``<cache>/results/<config hash>-<faux code version>.json``.
-    A rerun under other overrides (a changed option of one method: every other method's
-    job has the same hash) reuses it instead of recomputing."""
-    from faux.cache import Cache, package_version
+def memo_key(chash: str) -> dict:
+    """The cache key of a memoised job result (``studies.MEMO_JOBS``: jobs whose whole output
+    is result.json): its config hash and a hash of every faux source file, so a rerun under
+    other overrides reuses it and no entry outlives a code change."""
+    from faux.cache import package_version
 
-    root = Cache((plain.get("paths") or {}).get("cache_dir")).root
-    return Path(root) / "results" / f"{chash}-{package_version()}.json"
-
-
-def reuse_memo(memo: Path | None, out_dir: Path, plain: dict, chash: str) -> dict | None:
-    """The memoised result of this config hash and code, written into ``out_dir`` as this
-    job's result (its config, its hash, ``reused_from`` naming the memo), else None."""
-    if memo is None:
-        return None
-    try:
-        res = json.loads(memo.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(res, dict) or res.get("config_hash") != chash or res.get("status") != "ok":
-        return None
-    res = {**res, "config": plain, "reused_from": str(memo)}
-    write_json_atomic(out_dir / "result.json", res)
-    log.info("same job (config %s, same code) already computed: result reused from %s",
-             chash, memo)
-    return res
+    return {"config_hash": chash, "code": package_version()}
 
 
 def _number(v) -> bool:

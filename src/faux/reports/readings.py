@@ -17,7 +17,7 @@ import pandas as pd
 
 from faux.reports import paper_values as P
 from faux.reports.base import Report, done, write_tables
-from faux.reports.sweep import results_of, unfinished_cells
+from faux.reports.sweep import grid_gaps, results_of, unfinished_cells
 from faux.studies.readings import METHODS
 
 NAME = "readings"
@@ -211,10 +211,7 @@ def build(sweep, results_dir: Path, figures_dir: Path) -> Report:
     df = frame_of(results)
     report = Report(df)
     seen = {(r["metrics"]["reading"], r["metrics"]["column"]) for r in results}
-    for reading in sorted({r for r, _ in seen}):
-        for c in COLUMNS:
-            if (reading, c) not in seen:
-                report.missing.append((f"{reading}/{c}", "no finished job"))
+    report.missing += grid_gaps(seen, sorted({r for r, _ in seen}), COLUMNS)
     report.missing += unfinished_cells(sweep)
     if df.empty:
         report.lines.append("readings: no finished readings_cell jobs")

@@ -20,7 +20,6 @@ numbered folder and its hash-named successor): the newer result is used, the oth
 from __future__ import annotations
 
 import json
-import os
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,24 +56,12 @@ def stored_config_hash(job_dir: Path, data_sha256: str | None) -> str | None:
     # config.yaml, the data checksum and the faux code (another config gives another entry)
     import hashlib
 
-    from faux.cache import Cache, package_version
+    from faux.cache import Cache, json_dumps, json_loads, package_version
 
-    text = path.read_bytes()
-    memo_key = hashlib.sha256(text + f"\n{data_sha256}\n{package_version()}".encode())
-    memo = Path(Cache().root) / "config_hashes" / f"{memo_key.hexdigest()[:32]}.txt"
-    try:
-        return memo.read_text().strip() or None
-    except OSError:
-        pass
-    out = _config_hash_of(path, data_sha256)
-    try:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        tmp = memo.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(out)
-        os.replace(tmp, memo)
-    except OSError:
-        pass                                  # a read-only cache: no memo, same answer
-    return out
+    key = {"config_yaml": hashlib.sha256(path.read_bytes()).hexdigest(), "data": data_sha256,
+           "code": package_version()}
+    return Cache().get_or_build("config_hash", key, lambda: _config_hash_of(path, data_sha256),
+                                dumps=json_dumps, loads=json_loads)
 
 
 def _config_hash_of(path: Path, data_sha256: str | None) -> str:
@@ -238,6 +225,12 @@ def unfinished_cells(sweep: Sweep) -> list[tuple[str, str]]:
     return [(f"job {overrides(d)}",
              f"{sweep.reasons.get(str(d), 'unfinished')}; log: {job_log(d)}")
             for d in sweep.unfinished]
+
+
+def grid_gaps(seen, rows, cols) -> list[tuple[str, str]]:
+    """``(row/col, "no finished job")`` for every cell of ``rows`` x ``cols`` not in ``seen``
+    (a set of ``(row, col)`` pairs): the missing cells of a table."""
+    return [(f"{r}/{c}", "no finished job") for r in rows for c in cols if (r, c) not in seen]
 
 
 def results_of(sweep: Sweep, job: str, key) -> list[dict]:

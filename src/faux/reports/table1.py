@@ -13,7 +13,7 @@ import pandas as pd
 from faux.methods import registry
 from faux.reports import paper_values as P
 from faux.reports.base import Report, done, fmt, mean_std, write_tables
-from faux.reports.sweep import results_of, unfinished_cells
+from faux.reports.sweep import grid_gaps, results_of, unfinished_cells
 
 NAME = "table1"
 JOB = "table1_cell"
@@ -46,12 +46,7 @@ def build(sweep, results_dir: Path, figures_dir: Path) -> Report:
     report = Report(frame)
     # cells of the grid the sweep covers (its columns x its methods) that have no result,
     # and job folders that never finished (crashed or interrupted), with their logs
-    cols_seen = {c for c, _ in seen}
-    meths_seen = {m for _, m in seen}
-    for col in cols_seen:
-        for meth in meths_seen:
-            if (col, meth) not in seen:
-                report.missing.append((f"{col}/{meth}", "no finished job"))
+    report.missing += grid_gaps(seen, sorted({c for c, _ in seen}), sorted({m for _, m in seen}))
     report.missing += unfinished_cells(sweep)
     if frame.empty:
         report.lines.append("table1: no finished table1 cells")

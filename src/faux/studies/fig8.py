@@ -50,9 +50,8 @@ def _target(gen: SyntheticGenerator, cache: Cache, *, fusion: str, bias: float, 
             width: int, depth: int, epochs: int, seed: int, train_seed: int):
     """The MLP target of one (fusion, bias) cell, trained once and cached."""
     # gen.key: both CVAEs' data checksums, code version, configs, seed, CPU kernels, decoding
-    key = {"what": "fig8_target", "code": FIG8_CODE, "xc": gen.xc, "xy": gen.xy,
-           "gen": gen.key, "threads": torch.get_num_threads(),
-           "decoding": gen.decoding, "tau": gen.tau, "fusion": fusion, "bias": float(bias),
+    key = {"what": "fig8_target", "code": FIG8_CODE, "gen": gen.key,
+           "threads": torch.get_num_threads(), "fusion": fusion, "bias": float(bias),
            "n_train": int(n_train), "width": int(width), "depth": int(depth),
            "epochs": int(epochs), "data_seed": int(seed), "train_seed": int(train_seed)}
 

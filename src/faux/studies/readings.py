@@ -16,14 +16,13 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import time
 from dataclasses import dataclass
 
 import torch
 
 from faux.errors import ConfigError
 from faux.methods import registry
-from faux.methods.protocol import Batch, MethodConfig, TrainData
+from faux.methods.protocol import MethodConfig, TrainData
 from faux.metrics.ranking import average_precision, top_fraction_labels
 from faux.models.mlp import MLPSpec
 from faux.studies.column import (
@@ -32,7 +31,9 @@ from faux.studies.column import (
     PreparedColumn,
     cached_mlp,
     prepare_shared,
+    test_batch,
 )
+from faux.studies.resources import Phases
 
 JOB = "readings_cell"
 
@@ -200,10 +201,9 @@ def generator_model_scores(pc: PreparedColumn, s: ColumnSettings) -> dict:
 
 def run(s: Settings, out_dir, log) -> dict:
     col, r = s.column, s.reading
-    t0 = time.perf_counter()
-    shared = prepare_shared(col, s.synth, s.target, s.seed)
-    pc = shared.pc
-    t_prep = time.perf_counter() - t0
+    phase = Phases()
+    with phase("prepare"):
+        pc = prepare_shared(col, s.synth, s.target, s.seed).pc
     labels, thr = labels_for(pc, r["threshold"])
     rate = float(labels.float().mean())
     log(f"{s.reading_name} / {s.name} ({col.xc}/{col.xy}, bias {col.bias}, {col.fusion}): "
@@ -212,33 +212,29 @@ def run(s: Settings, out_dir, log) -> dict:
                           s.synth.accelerator)
     data = TrainData(pc.train.x, pc.train.c, pc.val.x, pc.val.c,
                      aux_provider(pc, r["aux"], s.aux, s.synth))
-    batch = Batch(pc.test.x, pc.test.c, pc.test.y, pc.test.dx_dc)
-    ap_runs, aux_acc, t_fit, t_score = {}, [], 0.0, 0.0
+    batch = test_batch(pc)
+    ap_runs, aux_acc = {}, []
     for name in METHODS:
         m = registry.get(name)
         aps = []
         for seed in m.run_seeds(s.seed, s.runs):
-            t1 = time.perf_counter()
-            fitted = m.build(config).fit(data, seed)
-            t2 = time.perf_counter()
-            sc = fitted.score(pc.target, batch)
-            t_score += time.perf_counter() - t2
-            t_fit += t2 - t1
+            with phase("fit"):
+                fitted = m.build(config).fit(data, seed)
+            with phase("score"):
+                sc = fitted.score(pc.target, batch)
             aps.append(average_precision(labels, sc))
             if name == "faux":
                 aux_acc.append(fitted.info["aux_accuracy"])
         ap_runs[name] = aps
         log(f"  {name}: AP {sum(aps) / len(aps):.3f}")
-    t3 = time.perf_counter()
-    gscores = generator_model_scores(pc, s.synth) if s.generator_scores else {}
+    with phase("generator_scores"):
+        gscores = generator_model_scores(pc, s.synth) if s.generator_scores else {}
     return {
         "reading": s.reading_name, "settings": r, "column": s.name, "xc": col.xc,
         "xy": col.xy, "bias": col.bias, "fusion": col.fusion, "ap_runs": ap_runs,
         "positive_rate": rate, "threshold": thr, "n_test": len(pc.test),
         "target_accuracy": pc.target_info["accuracy"], "aux_accuracy_runs": aux_acc,
-        "generator_scores": gscores,
-        "phase_s": {"prepare": t_prep, "fit": t_fit, "score": t_score,
-                    "generator_scores": time.perf_counter() - t3},
+        "generator_scores": gscores, "phase_s": phase.seconds,
     }
 
 

@@ -31,8 +31,6 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-
-
 class Phases:
     """Seconds per named phase of a job, summed over repeats (``with phases("aux"): ...``)."""
 
