@@ -61,6 +61,10 @@ RECIPES: dict[str, dict] = {
     # ... with the correlation smoothed over batches (better on Bank, worse swap on Adult)
     "norm_decor_smooth": {"adv_norm": True, "decor": 1.0, "alpha_min": 1.0,
                           "decor_momentum": 0.95},
+    # ... with counterfactual logit pairing on the declared proxy edits (round 5)
+    "norm_decor_pair": {"adv_norm": True, "decor": 1.0, "alpha_min": 1.0, "pair": 1.0},
+    "norm_decor_smooth_pair": {"adv_norm": True, "decor": 1.0, "alpha_min": 1.0,
+                               "decor_momentum": 0.95, "pair": 1.0},
     "guards_norm_decor_s3": {"reinit": True, "adv_norm": True, "decor": 1.0, "adv_steps": 3},
     # ... with the adversary reading the batch-standardised hidden layer (adv_norm)
     "prior_norm": {"pred_loss": "prior", "interleave": True, "reinit": True, "adv_steps": 1,
@@ -101,7 +105,7 @@ def main(argv=None) -> int:
     import torch
     from sklearn.metrics import roc_auc_score
 
-    from faux.fairness_check import fairness_check, proxy_edits
+    from faux.fairness_check import edit_columns, fairness_check, proxy_edits
     from faux.models.adel import AdelSpec
     from faux.models.mlp import MLPSpec
 
@@ -143,6 +147,7 @@ def main(argv=None) -> int:
             d, tr = rows_for(name, seed, a.max_train_rows)
             x, y, c = d.X_train[tr], d.y_train[tr], d.c_train[tr]
             args = (x, c, d.X_val, d.c_val, d.X_test, d.c_test, d.y_test)
+            edits = edit_columns(proxy_edits(name), d.feature_names)
             kw = {"proxy_edits": proxy_edits(name), "feature_names": d.feature_names,
                   "seed": seed + 4000}
             t = time.perf_counter()
@@ -156,7 +161,7 @@ def main(argv=None) -> int:
                 spec = AdelSpec(**{**asdict(AdelSpec()), **over})
                 t = time.perf_counter()
                 fair, finfo = spec.train(x, y, c, d.X_val, d.y_val, d.c_val, seed=seed + 1000,
-                                         **ep)
+                                         pair_edits=edits, **ep)
                 f_s = time.perf_counter() - t
                 chk = fairness_check(fair, *args, **kw)
                 records.append({"dataset": name, "seed": seed, "recipe": label, "model": "fair",

@@ -203,3 +203,22 @@ def test_stored_config_hash_is_memoised_by_the_config_bytes(tmp_path, monkeypatc
     assert sw.stored_config_hash(job, "d2") != first and len(calls) == 1    # other data
     (job / ".hydra" / "config.yaml").write_text("job: summary\nseed: 1\nlr: 1e-3\n")
     assert sw.stored_config_hash(job, "d1") != first and len(calls) == 2    # other config
+
+
+def test_expected_grid_reads_dotted_sweep_keys_and_interpolations(tmp_path):
+    # Fig. 11 sweeps `model.gan.transport_weight`: a key with dots, which a nested-path
+    # lookup turned into `=None` (two "never started" cells on a complete sweep)
+    (tmp_path / "multirun.yaml").write_text(
+        "runs: 2\n"
+        "hydra:\n"
+        "  sweeper:\n"
+        "    params:\n"
+        "      model.gan.transport_weight: 0,1e-6\n"
+        "      gan_seed: range(${runs})\n"
+        "  overrides:\n"
+        "    task: [experiment=fig11]\n")
+    jobs = sorted(sorted(j) for j in expected_jobs(tmp_path))
+    assert len(jobs) == 4
+    assert all(not any(o.endswith("=None") for o in j) for j in jobs)
+    assert ["experiment=fig11", "gan_seed=0", "model.gan.transport_weight=0"] in jobs
+    assert ["experiment=fig11", "gan_seed=1", "model.gan.transport_weight=1e-06"] in jobs   # as Hydra writes it

@@ -146,3 +146,49 @@ def test_smoothed_decorrelation_surrogate_has_the_gradient_of_the_smoothed_squar
     m.eval()                                         # validation: the plain batch penalty
     assert float(m._decor_penalty(h.detach(), s)) == pytest.approx(float((corr ** 2).sum()),
                                                                     rel=1e-5)
+
+
+def _with_proxy_pair(x, c, seed):
+    """x plus a one-hot pair (a, b) that states c on 90 % of the rows (a proxy edit)."""
+    g = torch.Generator().manual_seed(seed + 99)
+    keep = (torch.rand(len(c), generator=g) < 0.9).float()
+    a = c * keep + (1 - c) * (1 - keep)
+    return torch.cat([x, a[:, None], 1 - a[:, None]], 1)
+
+
+def test_pairing_penalty_closed_form_on_a_linear_net():
+    from faux.models.adel import _pair_penalty, swap_columns
+
+    x, _, c = _toy(300, 3)
+    x = _with_proxy_pair(x, c, 3)
+    x[:50, 3:] = 0                                     # 50 rows hold neither column
+    net = torch.nn.Linear(5, 1)
+    with torch.no_grad():
+        net.weight.copy_(torch.tensor([[0.3, -0.2, 0.1, 0.9, -0.4]]))
+    xs, xt = swap_columns(x, [(3, 4)])
+    assert xs.shape[0] == 250 and torch.equal(xt[:, 3], xs[:, 4])
+    # the swap moves every edited row's logit by +-(w_a - w_b)
+    assert float(_pair_penalty(net, x, [(3, 4)]).detach()) == pytest.approx(1.3 ** 2, rel=1e-5)
+    assert float(_pair_penalty(net, x[:50], [(3, 4)]).detach()) == 0.0     # no edited row
+
+
+def test_pairing_makes_the_model_ignore_the_declared_edit():
+    from faux.fairness_check import proxy_swap
+
+    x, y, c = _toy(1500, 4)
+    xv, yv, cv = _toy(500, 5)
+    x, xv = _with_proxy_pair(x, c, 4), _with_proxy_pair(xv, cv, 5)
+    kw = dict(width=16, depth=2, alpha=0.0, n_adv=0, max_epochs=15, patience=None, seed=0,
+              accelerator="cpu")
+    plain, _ = train_adel(x, y, c, xv, yv, cv, **kw)
+    paired, info = train_adel(x, y, c, xv, yv, cv, pair=1.0, pair_edits=[(3, 4)], **kw)
+    s_plain, n = proxy_swap(plain, xv.numpy(), [(3, 4)])
+    s_paired, _ = proxy_swap(paired, xv.numpy(), [(3, 4)])
+    assert n == 500, (s_plain, s_paired)
+    assert s_plain > 0.02                               # y depends on c: the pair is used
+    assert s_paired < 0.25 * s_plain
+    assert info["accuracy"] > 0.7
+    with pytest.raises(ConfigError, match="pairing edit"):
+        train_adel(x, y, c, pair=1.0, pair_edits=[(3, 9)], max_epochs=1)
+    with pytest.raises(ConfigError, match="pair >= 0"):
+        train_adel(x, y, c, pair=-1.0, max_epochs=1)

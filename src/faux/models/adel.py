@@ -56,6 +56,14 @@ Training (manual optimisation in Lightning, two Adam optimisers at lr 1e-3, batc
     (the adversary's learning rate) helps there;
   - ``pred_loss="prior"``: the predictor pushes the adversary's output to s's marginal
     rate; it collapsed to the majority class or left s readable (decisions_fair.md);
+  - ``pair`` with ``pair_edits``: counterfactual logit pairing (Garg et al. 2019) on declared
+    proxy edits, pairs of one-hot columns that state s and nothing else (Adult: Husband <->
+    Wife): adds ``pair * mean (logit(x) - logit(x'))^2`` over the batch's rows holding a
+    column of an edit, x' with the two columns exchanged. Without it, a model whose hidden
+    layer no longer reads s (probe at chance) hid s by using the proxy *against* its
+    correlation: Husband <-> Wife moved it 3x more than the unfair model (decisions_fair.md,
+    round 5). The check's swap then partly measures a training objective; the probe stays
+    independent of it;
 
 * early stopping monitors ``val_loss = L_y + max(0, gain)`` on the validation set (with
   ``decor``, its term included): the label loss plus the adversary's gain over chance, both
@@ -140,6 +148,29 @@ def _corr(h: torch.Tensor, s: torch.Tensor, rate: torch.Tensor | None = None) ->
     return cov / (hc.std(0, unbiased=False)[:, None] * s_sd + 1e-6)
 
 
+def swap_columns(x: torch.Tensor, edits) -> tuple[torch.Tensor, torch.Tensor]:
+    """The rows of ``x`` holding a column of an edit (one-hot == 1), and those rows with the
+    edit's two columns exchanged (every edit applied in turn, rows pooled)."""
+    rows, swapped = [], []
+    for i, j in edits:
+        sel = (x[:, i] == 1) | (x[:, j] == 1)
+        xs = x[sel]
+        xt = xs.clone()
+        xt[:, [i, j]] = xs[:, [j, i]]
+        rows.append(xs)
+        swapped.append(xt)
+    return torch.cat(rows), torch.cat(swapped)
+
+
+def _pair_penalty(net: nn.Module, x: torch.Tensor, edits) -> torch.Tensor:
+    """Mean squared logit difference between the edited rows of ``x`` and their swaps (0 when
+    the batch holds no edited row)."""
+    xs, xt = swap_columns(x, edits)
+    if xs.shape[0] == 0:
+        return x.new_zeros(())
+    return ((net(xs) - net(xt)) ** 2).mean()
+
+
 def _entropy(s: torch.Tensor) -> float:
     """Mean over columns of the Bernoulli entropy (nats) of s's marginal."""
     p = s.reshape(s.shape[0], -1).float().mean(0).clamp(1e-6, 1 - 1e-6)
@@ -155,7 +186,8 @@ class AdelModule(TabularModule):
                  pred_loss: str = "bce", reinit: bool = False, adv_steps: int = 1,
                  alpha_min: float = 0.0, s_rate: torch.Tensor | None = None,
                  adv_lr: float | None = None, seed: int = 0, decor: float = 0.0,
-                 decor_momentum: float = 0.0):
+                 decor_momentum: float = 0.0, pair: float = 0.0,
+                 pair_edits: tuple = ()):
         super().__init__(lr=lr)
         self.model = model
         self.h_s = float(h_s)
@@ -174,6 +206,8 @@ class AdelModule(TabularModule):
         self.seed = int(seed)
         self.decor = float(decor)
         self.decor_momentum = float(decor_momentum)
+        self.pair = float(pair)
+        self.pair_edits = tuple((int(a), int(b)) for a, b in pair_edits)
         self.register_buffer("s_rate", torch.as_tensor(
             s_rate if s_rate is not None else 0.5, dtype=torch.float32).reshape(-1))
         self.register_buffer("corr_ema", torch.zeros(model.net.width, self.s_rate.numel()))
@@ -251,6 +285,8 @@ class AdelModule(TabularModule):
         x, y, s = batch
         h = self.model.hidden(x)
         l_y = F.binary_cross_entropy_with_logits(self.model.net.head(h).reshape(y.shape), y)
+        if self.pair > 0 and self.pair_edits:
+            l_y = l_y + self.pair * _pair_penalty(self.model.net, x, self.pair_edits)
         gain = self._adv_gain(h, s)
         if self.decor > 0:
             gain = gain + self.decor * self._decor_penalty(h, s)
@@ -301,7 +337,7 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                interleave: bool = True, pred_loss: str = "bce", reinit: bool = False,
                adv_steps: int = 1, alpha_min: float = 0.0, adv_lr: float | None = None,
                adv_norm: bool = False, decor: float = 0.0, decor_momentum: float = 0.0,
-               seed: int = 0,
+               pair: float = 0.0, pair_edits=(), seed: int = 0,
                max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
                lr: float = 1e-3, accelerator: str = "auto") -> tuple[AdelNet, dict]:
     """Train a classifier of ``y`` whose last hidden layer hides ``s`` (Adel et al. 2019).
@@ -331,6 +367,8 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
     if pred_loss not in PRED_LOSSES or int(adv_steps) < 0 or not alpha_min >= 0:
         raise ConfigError(f"need pred_loss in {PRED_LOSSES}, adv_steps >= 0, alpha_min >= 0 "
                           f"(got {pred_loss!r}, {adv_steps}, {alpha_min})")
+    if not pair >= 0:
+        raise ConfigError(f"need pair >= 0 (the weight of the counterfactual pairing); got {pair}")
     d_out = 1 if y.ndim == 1 else y.shape[1]
     d_adv = 1 if s.ndim == 1 else s.shape[1]
     with torch.random.fork_rng(devices=[]):
@@ -341,7 +379,8 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                         lr, pred_loss=pred_loss, reinit=reinit, adv_steps=adv_steps,
                         alpha_min=alpha_min, s_rate=s.reshape(s.shape[0], -1).mean(0),
                         adv_lr=adv_lr, seed=seed, decor=decor,
-                        decor_momentum=decor_momentum)
+                        decor_momentum=decor_momentum, pair=pair,
+                        pair_edits=_check_edits(pair_edits, x.shape[1]))
     warm = (math.ceil(math.log(alpha / max(alpha_min, 1.0)) / -math.log(alpha_decay))
             if alpha > max(alpha_min, 1.0) and alpha_decay < 1 else 0)
     start = time.perf_counter()
@@ -360,6 +399,17 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
     if not math.isfinite(info["best_val_loss"]) and val is not None:
         raise DataError("Adel training produced no finite validation loss; check the data")
     return model, info
+
+
+def _check_edits(edits, d: int) -> tuple:
+    """Edits as (i, j) column-index pairs inside ``[0, d)``; one-line error otherwise."""
+    out = []
+    for pair in edits or ():
+        if len(pair) != 2 or not all(0 <= int(k) < d for k in pair) or int(pair[0]) == int(pair[1]):
+            raise ConfigError(f"a pairing edit is two distinct column indices below {d}; got "
+                              f"{tuple(pair)!r} (name pairs: faux.fairness_check.edit_columns)")
+        out.append((int(pair[0]), int(pair[1])))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -390,6 +440,7 @@ class AdelSpec:
     adv_norm: bool = True
     decor: float = 1.0
     decor_momentum: float = 0.0
+    pair: float = 0.0
     max_epochs: int = 100
     patience: int | None = 10
     batch_size: int = 64

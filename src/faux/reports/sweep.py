@@ -138,8 +138,9 @@ def expected_jobs(root: Path) -> list[list[str]] | None:
         register_resolvers()
         cfg = OmegaConf.load(path)
         params = OmegaConf.select(cfg, "hydra.sweeper.params", default=None) or {}
-        args = [f"{k}={OmegaConf.select(cfg, f'hydra.sweeper.params.{k}')}"
-                for k in params]
+        # keys are override paths ("model.gan.transport_weight"): read them as keys, not as
+        # nested paths (OmegaConf.select would split them at the dots and find nothing)
+        args = [f"{k}={params[k]}" for k in params]
         args += [str(o) for o in OmegaConf.select(cfg, "hydra.overrides.task", default=[])]
         overrides = OverridesParser.create().parse_overrides(args)
         (batch,) = BasicSweeper.split_arguments(overrides, None)

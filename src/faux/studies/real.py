@@ -69,7 +69,7 @@ import torch
 
 from faux.data.real import RealData
 from faux.errors import ConfigError, DataError
-from faux.fairness_check import TARGETS
+from faux.fairness_check import TARGETS, edit_columns, proxy_edits
 from faux.methods import registry
 from faux.methods.protocol import Batch, MethodConfig, TrainData
 
@@ -95,6 +95,7 @@ class RealSettings:
     n_score: int = 5000
     max_epochs: int = 200
     patience: int | None = 10
+    adel_max_epochs: int | None = None   # epoch cap of the Adel models (None: max_epochs)
     gan_steps: int = 20000
     options: dict = field(default_factory=dict)         # faux.score options
     variants: dict = field(default_factory=dict)        # name -> {method: ..., **options}
@@ -252,7 +253,7 @@ def check_model(model: torch.nn.Module, rows: Rows, data: RealData, settings: Re
     ``target="c"``: a target model of y (the probe reads c); ``"y"``: the aux (a model of c;
     the probe reads y). The MLP probe's ``max_epochs`` is capped by the study's.
     """
-    from faux.fairness_check import fairness_check, proxy_edits
+    from faux.fairness_check import fairness_check
 
     opts = dict(settings.probe)
     opts["max_epochs"] = min(int(opts.get("max_epochs", settings.max_epochs)),
@@ -326,13 +327,17 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
     t = time.perf_counter()
     fair_over = settings.fair_overrides(data.name)
     fair_spec = replace(specs.fair, **fair_over) if fair_over else specs.fair
+    # the Adel models' alpha warm-up (44 epochs from 100 at decay 0.9) must fit under their cap
+    ep_adel = {**ep, "max_epochs": int(settings.adel_max_epochs or settings.max_epochs)}
+    # the fair model's counterfactual pairing uses the dataset's declared proxy edits
+    edits = edit_columns(proxy_edits(data.name), data.feature_names) if fair_spec.pair else ()
     fair, finfo = fair_spec.train(rows.x, rows.y, rows.c, rows.x_val, rows.y_val, rows.c_val,
-                                   seed=sd["fair"], **ep)
+                                   seed=sd["fair"], pair_edits=edits, **ep_adel)
     timings["fair_s"] = time.perf_counter() - t
     t = time.perf_counter()
     if _is_adel(specs.aux):
         aux, ainfo = specs.aux.train(rows.x, rows.c, rows.y, rows.x_val, rows.c_val,
-                                     rows.y_val, seed=sd["aux"], **ep)
+                                     rows.y_val, seed=sd["aux"], **ep_adel)
     else:
         aux, ainfo = specs.aux.train(rows.x, rows.c, rows.x_val, rows.c_val, seed=sd["aux"],
                                      **ep)
@@ -590,6 +595,7 @@ class Settings:
             max_train_rows=real["max_train_rows"], n_score=int(real["n_score"]),
             max_epochs=int(real.get("max_epochs", p["max_epochs"])),
             patience=real.get("patience", p["patience"]),
+            adel_max_epochs=real.get("adel_max_epochs"),
             gan_steps=int(real.get("gan_steps", p["gan_steps"])),
             options=dict(st["options"]), variants=dict(st["variants"] or {}),
             report_options=dict(st["report_options"]), unfair_map=dict(st["unfair_map"] or {}),
