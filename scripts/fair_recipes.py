@@ -65,6 +65,10 @@ RECIPES: dict[str, dict] = {
     "norm_decor_pair": {"adv_norm": True, "decor": 1.0, "alpha_min": 1.0, "pair": 1.0},
     "norm_decor_smooth_pair": {"adv_norm": True, "decor": 1.0, "alpha_min": 1.0,
                                "decor_momentum": 0.95, "pair": 1.0},
+    "norm_decor_hpair": {"adv_norm": True, "decor": 1.0, "alpha_min": 1.0, "pair": 1.0,
+                         "pair_on": "hidden"},
+    "norm_decor_smooth_hpair": {"adv_norm": True, "decor": 1.0, "alpha_min": 1.0,
+                                "decor_momentum": 0.95, "pair": 1.0, "pair_on": "hidden"},
     "guards_norm_decor_s3": {"reinit": True, "adv_norm": True, "decor": 1.0, "adv_steps": 3},
     # ... with the adversary reading the batch-standardised hidden layer (adv_norm)
     "prior_norm": {"pred_loss": "prior", "interleave": True, "reinit": True, "adv_steps": 1,

@@ -192,3 +192,24 @@ def test_pairing_makes_the_model_ignore_the_declared_edit():
         train_adel(x, y, c, pair=1.0, pair_edits=[(3, 9)], max_epochs=1)
     with pytest.raises(ConfigError, match="pair >= 0"):
         train_adel(x, y, c, pair=-1.0, max_epochs=1)
+
+
+def test_hidden_pairing_is_scale_free_and_zero_when_h_ignores_the_edit():
+    from faux.models.adel import _pair_penalty
+    from faux.models.mlp import MLP
+
+    x, _, c = _toy(200, 6)
+    x = _with_proxy_pair(x, c, 6)
+    net = MLP(5, 8, 1, 1)
+    base = float(_pair_penalty(net, x, [(3, 4)], "hidden").detach())
+    assert base > 0
+    with torch.no_grad():                     # scale the hidden layer by 10: same penalty
+        net.body[0].weight.mul_(10)
+        net.body[0].bias.mul_(10)
+    assert float(_pair_penalty(net, x, [(3, 4)], "hidden").detach()) == pytest.approx(base,
+                                                                                      rel=1e-3)
+    with torch.no_grad():                     # h blind to columns 3, 4: nothing moves
+        net.body[0].weight[:, 3:] = 0
+    assert float(_pair_penalty(net, x, [(3, 4)], "hidden").detach()) == 0.0
+    with pytest.raises(ConfigError, match="pair_on"):
+        train_adel(x, c, c, pair=1.0, pair_on="output", max_epochs=1)

@@ -126,3 +126,30 @@ def test_correlations_match_scipy_and_reflect_the_construction(tmp_path):
     # too few points: correlations are NaN, not an error
     few = fig11_correlations(fig11_frame(Sweep(results=sweep.results[:2])))
     assert np.isnan(few["pearson_ap_ks"])
+
+
+@pytest.mark.parametrize("experiment, overrides", [
+    ("fig11", []),
+    ("fig5", ["pair=magic/backache", "fusion=outer", "bias=0.5", "draw=0"]),
+])
+def test_section_4_4_studies_take_the_whole_reading(experiment, overrides):
+    # Fig. 5 and Fig. 11 build their columns as Table 1 does under the reading: its CVAE
+    # settings (latent size), decoding, IFS output and threshold rule (Fig. 11 also its target)
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from faux.studies import fig5, fig11
+    from faux.studies.readings import reading_of
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[f"experiment={experiment}", "profile=quick",
+                                           "reading=softmax_latent16_ng_ifs_kstd",
+                                           "paths.output_dir=.", *overrides])
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    s = {"fig11": fig11, "fig5": fig5}[experiment].Settings.from_config(plain)
+    name, r = reading_of(plain)
+    assert s.reading == name == "softmax_latent16_ng_ifs_kstd"
+    assert s.threshold == r["threshold"] == "k_std"
+    assert s.synth.output == "logit" and s.synth.gen_opts["decoding"] == "softmax"
+    assert all(v.get("latent_dim") == 16 for v in s.synth.gen_study.values())
+    assert len(s.synth.gen_study) == 2

@@ -59,7 +59,8 @@ Training (manual optimisation in Lightning, two Adam optimisers at lr 1e-3, batc
   - ``pair`` with ``pair_edits``: counterfactual logit pairing (Garg et al. 2019) on declared
     proxy edits, pairs of one-hot columns that state s and nothing else (Adult: Husband <->
     Wife): adds ``pair * mean (logit(x) - logit(x'))^2`` over the batch's rows holding a
-    column of an edit, x' with the two columns exchanged. Without it, a model whose hidden
+    column of an edit, x' with the two columns exchanged (``pair_on="hidden"``: the scale-free
+    distance of the last hidden layers instead, so that the probe cannot read the edit either). Without it, a model whose hidden
     layer no longer reads s (probe at chance) hid s by using the proxy *against* its
     correlation: Husband <-> Wife moved it 3x more than the unfair model (decisions_fair.md,
     round 5). The check's swap then partly measures a training objective; the probe stays
@@ -162,13 +163,22 @@ def swap_columns(x: torch.Tensor, edits) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat(rows), torch.cat(swapped)
 
 
-def _pair_penalty(net: nn.Module, x: torch.Tensor, edits) -> torch.Tensor:
-    """Mean squared logit difference between the edited rows of ``x`` and their swaps (0 when
-    the batch holds no edited row)."""
+PAIR_ON = ("logit", "hidden")
+
+
+def _pair_penalty(net: nn.Module, x: torch.Tensor, edits, on: str = "logit") -> torch.Tensor:
+    """How much the declared edits move the model, over the edited rows of ``x`` (0 when the
+    batch holds none). ``logit``: mean squared logit difference. ``hidden``: mean squared
+    distance between the last hidden layers of a row and its swap, over the batch's total
+    variance of the hidden layer (scale-free: shrinking h does not lower it)."""
     xs, xt = swap_columns(x, edits)
     if xs.shape[0] == 0:
         return x.new_zeros(())
-    return ((net(xs) - net(xt)) ** 2).mean()
+    if on == "logit":
+        return ((net(xs) - net(xt)) ** 2).mean()
+    h = net.hidden(x)
+    spread = h.var(0, unbiased=False).sum() + 1e-6
+    return ((net.hidden(xs) - net.hidden(xt)) ** 2).sum(1).mean() / spread
 
 
 def _entropy(s: torch.Tensor) -> float:
@@ -187,7 +197,7 @@ class AdelModule(TabularModule):
                  alpha_min: float = 0.0, s_rate: torch.Tensor | None = None,
                  adv_lr: float | None = None, seed: int = 0, decor: float = 0.0,
                  decor_momentum: float = 0.0, pair: float = 0.0,
-                 pair_edits: tuple = ()):
+                 pair_edits: tuple = (), pair_on: str = "logit"):
         super().__init__(lr=lr)
         self.model = model
         self.h_s = float(h_s)
@@ -207,6 +217,7 @@ class AdelModule(TabularModule):
         self.decor = float(decor)
         self.decor_momentum = float(decor_momentum)
         self.pair = float(pair)
+        self.pair_on = str(pair_on)
         self.pair_edits = tuple((int(a), int(b)) for a, b in pair_edits)
         self.register_buffer("s_rate", torch.as_tensor(
             s_rate if s_rate is not None else 0.5, dtype=torch.float32).reshape(-1))
@@ -286,7 +297,8 @@ class AdelModule(TabularModule):
         h = self.model.hidden(x)
         l_y = F.binary_cross_entropy_with_logits(self.model.net.head(h).reshape(y.shape), y)
         if self.pair > 0 and self.pair_edits:
-            l_y = l_y + self.pair * _pair_penalty(self.model.net, x, self.pair_edits)
+            l_y = l_y + self.pair * _pair_penalty(self.model.net, x, self.pair_edits,
+                                                  self.pair_on)
         gain = self._adv_gain(h, s)
         if self.decor > 0:
             gain = gain + self.decor * self._decor_penalty(h, s)
@@ -337,7 +349,7 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                interleave: bool = True, pred_loss: str = "bce", reinit: bool = False,
                adv_steps: int = 1, alpha_min: float = 0.0, adv_lr: float | None = None,
                adv_norm: bool = False, decor: float = 0.0, decor_momentum: float = 0.0,
-               pair: float = 0.0, pair_edits=(), seed: int = 0,
+               pair: float = 0.0, pair_edits=(), pair_on: str = "logit", seed: int = 0,
                max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
                lr: float = 1e-3, accelerator: str = "auto") -> tuple[AdelNet, dict]:
     """Train a classifier of ``y`` whose last hidden layer hides ``s`` (Adel et al. 2019).
@@ -367,8 +379,9 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
     if pred_loss not in PRED_LOSSES or int(adv_steps) < 0 or not alpha_min >= 0:
         raise ConfigError(f"need pred_loss in {PRED_LOSSES}, adv_steps >= 0, alpha_min >= 0 "
                           f"(got {pred_loss!r}, {adv_steps}, {alpha_min})")
-    if not pair >= 0:
-        raise ConfigError(f"need pair >= 0 (the weight of the counterfactual pairing); got {pair}")
+    if not pair >= 0 or pair_on not in PAIR_ON:
+        raise ConfigError(f"need pair >= 0 (the weight of the counterfactual pairing) and "
+                          f"pair_on in {PAIR_ON}; got {pair}, {pair_on!r}")
     d_out = 1 if y.ndim == 1 else y.shape[1]
     d_adv = 1 if s.ndim == 1 else s.shape[1]
     with torch.random.fork_rng(devices=[]):
@@ -380,7 +393,7 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                         alpha_min=alpha_min, s_rate=s.reshape(s.shape[0], -1).mean(0),
                         adv_lr=adv_lr, seed=seed, decor=decor,
                         decor_momentum=decor_momentum, pair=pair,
-                        pair_edits=_check_edits(pair_edits, x.shape[1]))
+                        pair_edits=_check_edits(pair_edits, x.shape[1]), pair_on=pair_on)
     warm = (math.ceil(math.log(alpha / max(alpha_min, 1.0)) / -math.log(alpha_decay))
             if alpha > max(alpha_min, 1.0) and alpha_decay < 1 else 0)
     start = time.perf_counter()
@@ -441,6 +454,7 @@ class AdelSpec:
     decor: float = 1.0
     decor_momentum: float = 0.0
     pair: float = 0.0
+    pair_on: str = "logit"
     max_epochs: int = 100
     patience: int | None = 10
     batch_size: int = 64

@@ -38,14 +38,17 @@ class Settings:
     quality_rows: int | None     # validation rows of the KS/MSE metrics (None: all)
     target: MLPSpec
     synth: ColumnSettings
+    reading: str = "?"              # the whole reading applies: CVAEs, target, IFS, threshold
+    threshold: str = "mean_k_std"
 
     @classmethod
     def from_config(cls, cfg: dict) -> Settings:
-        from hydra.utils import instantiate
 
-        from faux.studies.config import column_settings, node_kwargs
+        from faux.studies.config import node_kwargs
+        from faux.studies.readings import reading_of, synth_settings, target_spec
 
         c = cfg["column"]
+        rname, r = reading_of(cfg)
         gan = node_kwargs(cfg["model"]["gan"])
         check_cell("fig11", {"column.xc": c["xc"], "column.xy": c["xy"],
                              "column.bias": c["bias"], "column.fusion": c["fusion"],
@@ -54,8 +57,8 @@ class Settings:
         cap = (cfg["profile"].get("fig11") or {}).get("quality_rows")
         return cls(Column(c["xc"], c["xy"], float(c["bias"]), str(c["fusion"])),
                    int(cfg["seed"]), int(cfg["gan_seed"]), gan,
-                   None if cap is None else int(cap), instantiate(cfg["model"]["target"]),
-                   column_settings(cfg))
+                   None if cap is None else int(cap), target_spec(cfg, r),
+                   synth_settings(cfg, r, (c["xc"], c["xy"])), rname, r["threshold"])
 
 
 def run(s: Settings, out_dir, log) -> dict:
@@ -82,16 +85,21 @@ def run(s: Settings, out_dir, log) -> dict:
     t2 = time.perf_counter()
     q = ft.quality(xv, cv)
     t_quality = time.perf_counter() - t2
-    ap = average_precision(pc.labels, scores)
+    from faux.studies.readings import labels_for
+
+    labels, threshold = labels_for(pc, s.threshold)
+    rate = float(labels.float().mean())
+    ap = average_precision(labels, scores)
     log(f"fig11 {col.xc}/{col.xy} bias {col.bias} {col.fusion}: lambda "
         f"{gan['transport_weight']:g} seed {s.gan_seed}: AP {ap:.3f}, KS {q['ks']:.3f}, "
-        f"MSE {q['mse']:.3f} (real {q['mse_real']:.3f}), positive rate {pc.positive_rate:.3f}")
+        f"MSE {q['mse']:.3f} (real {q['mse_real']:.3f}), positive rate {rate:.3f}")
     return {
         "xc": col.xc, "xy": col.xy, "bias": col.bias, "fusion": col.fusion, "dim": pc.test.dim,
         "transport_weight": float(gan["transport_weight"]), "gan_seed": s.gan_seed,
         "gen_steps": int(gan["gen_steps"]), "ap": ap,
         "ap_top30": ap_top_fraction(pc.ifs_test, scores, 0.3),
-        "positive_rate": pc.positive_rate, "threshold": pc.threshold, "n_test": len(pc.test),
+        "positive_rate": rate, "threshold": threshold, "n_test": len(pc.test),
+        "reading": s.reading, "threshold_rule": s.threshold,
         "target_accuracy": pc.target_info["accuracy"],
         "ks": q["ks"], "mse": q["mse"], "mse_real": q["mse_real"],
         "quality": {k: float(v) for k, v in q.items()},

@@ -69,6 +69,8 @@ class Settings:
     aux: MLPSpec
     methods: MethodConfig
     synth: ColumnSettings
+    reading: str = "?"        # the reading's CVAEs, IFS and threshold; the draw's architectures
+    threshold: str = "mean_k_std"
 
     @property
     def column_seed(self) -> int:
@@ -76,7 +78,8 @@ class Settings:
 
     @classmethod
     def from_config(cls, cfg: dict) -> Settings:
-        from faux.studies.config import column_settings, method_config
+        from faux.studies.config import method_config
+        from faux.studies.readings import reading_of, synth_settings
 
         check_cell("fig5", {"pair": cfg["pair"], "fusion": cfg["fusion"], "bias": cfg["bias"],
                             "draw": cfg["draw"], "seed": cfg["seed"]})
@@ -85,11 +88,13 @@ class Settings:
         g = cfg["fig5_grid"]
         arch = architectures(draw, seed, g["width_range"], g["depth_range"])
         model = cfg["model"]
+        rname, r = reading_of(cfg)
         return cls(cfg["pair"], Column(xc, xy, float(cfg["bias"]), str(cfg["fusion"])), draw,
                    seed, arch, _spec(model["target"], arch["target_width"], arch["target_depth"]),
                    _spec(model["aux"], arch["aux_width"], arch["aux_depth"]),
                    method_config(cfg, cfg["study"]["options"]),
-                   column_settings(cfg, sizes=cfg["profile"]["fig5"]["synth"]))
+                   synth_settings(cfg, r, (xc, xy), sizes=cfg["profile"]["fig5"]["synth"]),
+                   rname, r["threshold"])
 
 
 def target_grad_norm(target: torch.nn.Module, x: torch.Tensor, output: str) -> np.ndarray:
@@ -106,9 +111,13 @@ def run(s: Settings, out_dir, log) -> dict:
     col, arch = s.column, s.arch
     shared = prepare_shared(col, s.synth, s.target, s.column_seed)
     pc = shared.pc
+    from faux.studies.readings import labels_for
+
+    label_t, threshold = labels_for(pc, s.threshold)
+    rate = float(label_t.float().mean())
     log(f"fig5 {s.pair} {col.fusion} bias {col.bias} draw {s.draw}: d={pc.test.dim}, "
         f"target {arch['target_width']}x{arch['target_depth']}, aux "
-        f"{arch['aux_width']}x{arch['aux_depth']}, positive rate {pc.positive_rate:.3f}")
+        f"{arch['aux_width']}x{arch['aux_depth']}, positive rate {rate:.3f}")
 
     names = methods()
     scores, aps, top30, timings = {}, {}, {}, {}
@@ -117,7 +126,7 @@ def run(s: Settings, out_dir, log) -> dict:
         sc, info = score_method(m, pc, s.column_seed, aux_spec=s.aux, config=s.methods,
                                 cache=s.synth.cache(), accelerator=s.synth.accelerator)
         scores[m] = sc.numpy()
-        aps[m] = average_precision(pc.labels, sc)
+        aps[m] = average_precision(label_t, sc)
         top30[m] = ap_top_fraction(pc.ifs_test, sc, 0.3)
         timings[m] = info["score_s"]
         aux_acc = info.get("aux_accuracy", aux_acc)
@@ -125,7 +134,7 @@ def run(s: Settings, out_dir, log) -> dict:
     gnorm = target_grad_norm(pc.target, pc.test.x, s.synth.output)
     gnorm_logit = target_grad_norm(pc.target, pc.test.x, "logit")
 
-    labels = pc.labels.numpy().astype(np.int8)
+    labels = label_t.numpy().astype(np.int8)
     np.savez_compressed(
         Path(out_dir) / RECORDS,
         **{m: scores[m].astype(np.float32) for m in names},
@@ -138,7 +147,8 @@ def run(s: Settings, out_dir, log) -> dict:
     return {
         "pair": s.pair, "xc": col.xc, "xy": col.xy, "fusion": col.fusion, "bias": col.bias,
         "draw": s.draw, "column_seed": s.column_seed, "dim": pc.test.dim, **arch,
-        "n_test": len(pc.test), "positive_rate": pc.positive_rate, "threshold": pc.threshold,
+        "n_test": len(pc.test), "positive_rate": rate, "threshold": threshold,
+        "reading": s.reading, "threshold_rule": s.threshold,
         "threshold_k": s.synth.threshold_k, "aux_accuracy": aux_acc,
         "target_accuracy": pc.target_info["accuracy"],
         "target_params": pc.target_info["n_params"],

@@ -100,15 +100,15 @@ def reading_of(cfg: dict) -> tuple[str, dict]:
     return name, check_reading(rd, f"reading {name}")
 
 
-def synth_settings(cfg: dict, r: dict, names) -> ColumnSettings:
+def synth_settings(cfg: dict, r: dict, names, sizes: dict | None = None) -> ColumnSettings:
     """How a synthetic study builds a column under reading ``r`` (datasets ``names``): the
     study's settings with the reading's CVAE overrides, decoding, IFS output and scorer
-    options."""
+    options (``sizes``: the study's own row counts, as ``column_settings``)."""
     import dataclasses
 
     from faux.studies.config import column_settings
 
-    base = column_settings(cfg)
+    base = column_settings(cfg, sizes=sizes)
     gen_cfgs, gen_opts = generator_settings(r, names)
     study = {n: {**(base.gen_study.get(n) or {}), **gen_cfgs.get(n, {})}
              for n in set(base.gen_study) | set(gen_cfgs)}
