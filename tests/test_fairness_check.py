@@ -86,12 +86,13 @@ def test_fair_model_hides_c_and_moves_less_under_the_proxy_swap():
     xt, yt, ct = _planted(1000, 2)
     kw = dict(width=16, depth=2, max_epochs=20, patience=None, seed=0, accelerator="cpu")
     unfair, _ = train_mlp(x, y, xv, yv, **kw)
-    fair, _ = AdelSpec(alpha_decay=0.85).train(x, y, c, xv, yv, cv, **kw)   # the fair recipe
+    # the fair recipe, with the declared edit for its pairing as the real study passes it
+    fair, _ = AdelSpec(alpha_decay=0.85).train(x, y, c, xv, yv, cv, pair_edits=[(2, 3)], **kw)
     args = (x, c, xv, cv, xt, ct, yt)
     u = fairness_check(unfair, *args, proxy_edits=[(2, 3)], probe={"max_epochs": 10})
     f = fairness_check(fair, *args, proxy_edits=[(2, 3)], probe={"max_epochs": 10})
     assert u["probe_auroc"] > 0.8                          # the plain hidden layer reads c
-    assert f["probe_auroc"] < u["probe_auroc"] - 0.15       # measured 0.68 against 0.89
+    assert f["probe_auroc"] < u["probe_auroc"] - 0.15, (f, u)   # measured 0.72 against 0.89
     assert f["proxy_swap_mean_abs_dprob"] < 0.5 * u["proxy_swap_mean_abs_dprob"]
     assert f["dp_gap"] < u["dp_gap"]
     assert f["accuracy"] > 0.6 and u["accuracy"] > f["accuracy"] - 0.02

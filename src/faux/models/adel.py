@@ -35,7 +35,8 @@ Training (manual optimisation in Lightning, two Adam optimisers at lr 1e-3, batc
   (docs/decisions_fair.md has every recipe tried, with its numbers). With the three guards
   alone a fresh probe still read sex off the Adult model at AUROC 0.80 (unfair model 0.88)
   while the jointly trained adversary sat at chance. On in ``AdelSpec()`` (the fair
-  model's recipe; ``train_adel``'s keyword defaults stay the guards alone):
+  model's recipe, with ``decor_momentum`` 0.95 and ``pair`` below; ``train_adel``'s keyword
+  defaults stay the guards alone):
 
   - ``adv_norm``: the adversary reads h standardised per unit over the batch, so the
     predictor cannot hide s by shrinking h below the adversary's resolution (it did: a
@@ -163,22 +164,25 @@ def swap_columns(x: torch.Tensor, edits) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat(rows), torch.cat(swapped)
 
 
-PAIR_ON = ("logit", "hidden")
+PAIR_ON = ("logit", "hidden", "both")
 
 
 def _pair_penalty(net: nn.Module, x: torch.Tensor, edits, on: str = "logit") -> torch.Tensor:
     """How much the declared edits move the model, over the edited rows of ``x`` (0 when the
     batch holds none). ``logit``: mean squared logit difference. ``hidden``: mean squared
     distance between the last hidden layers of a row and its swap, over the batch's total
-    variance of the hidden layer (scale-free: shrinking h does not lower it)."""
+    variance of the hidden layer (scale-free: shrinking h does not lower it). ``both``: the
+    sum of the two."""
     xs, xt = swap_columns(x, edits)
     if xs.shape[0] == 0:
         return x.new_zeros(())
-    if on == "logit":
-        return ((net(xs) - net(xt)) ** 2).mean()
-    h = net.hidden(x)
-    spread = h.var(0, unbiased=False).sum() + 1e-6
-    return ((net.hidden(xs) - net.hidden(xt)) ** 2).sum(1).mean() / spread
+    out = x.new_zeros(())
+    if on in ("logit", "both"):
+        out = out + ((net(xs) - net(xt)) ** 2).mean()
+    if on in ("hidden", "both"):
+        spread = net.hidden(x).var(0, unbiased=False).sum() + 1e-6
+        out = out + ((net.hidden(xs) - net.hidden(xt)) ** 2).sum(1).mean() / spread
+    return out
 
 
 def _entropy(s: torch.Tensor) -> float:
@@ -430,7 +434,9 @@ class AdelSpec:
     """Hyper-parameters of ``train_adel`` (Hydra ``_target_`` of conf/model/{fair,aux}/adel).
 
     Its defaults are the fair-model recipe chosen with issue 14's check (``adv_norm``,
-    ``decor``, ``alpha_min``; docs/decisions_fair.md); ``train_adel``'s own keyword defaults
+    ``decor`` smoothed by ``decor_momentum``, ``alpha_min``, and ``pair`` on both the logit
+    and the hidden layer, which acts only when ``pair_edits`` are passed to ``train``;
+    docs/decisions_fair.md); ``train_adel``'s own keyword defaults
     stay the first implementation's recipe (the guards alone), which other callers (the
     audit's Adel aux, conf/model/aux/adel.yaml) use.
     """
@@ -452,9 +458,9 @@ class AdelSpec:
     adv_lr: float | None = None
     adv_norm: bool = True
     decor: float = 1.0
-    decor_momentum: float = 0.0
-    pair: float = 0.0
-    pair_on: str = "logit"
+    decor_momentum: float = 0.95
+    pair: float = 1.0
+    pair_on: str = "both"
     max_epochs: int = 100
     patience: int | None = 10
     batch_size: int = 64
