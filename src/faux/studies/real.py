@@ -39,7 +39,10 @@ swap ≤ half the unfair model's, accuracy within 2 points); the verdict goes to
 ``metrics.fairness_check`` with the three checks, and a fair model that fails is flagged by
 the Fig. 4 report, never silently used. The fair model's recipe can differ per dataset
 (``RealSettings.fair_by_dataset``: AdelSpec fields overridden for one dataset; recorded in
-``metrics.fairness_check.fair_overrides``).
+``metrics.fairness_check.fair_overrides``). The fair model's counterfactual pairing
+(``AdelSpec.pair``) trains on the same declared edits, so its swap partly measures a training
+objective; the probe and the accuracy do not. The Adel models (fair model, Adel aux) get
+their own epoch cap (``adel_max_epochs``): their α warm-up must fit under it.
 
 Seeds: the job's seed splits the table (``load_real``) and draws the training subsample and
 the scored individuals; each trained part gets its own seed (``seed + SEED_OFFSETS[part]``), so
@@ -331,6 +334,9 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
     ep_adel = {**ep, "max_epochs": int(settings.adel_max_epochs or settings.max_epochs)}
     # the fair model's counterfactual pairing uses the dataset's declared proxy edits
     edits = edit_columns(proxy_edits(data.name), data.feature_names) if fair_spec.pair else ()
+    if fair_spec.pair and not edits:
+        log(f"{data.name}: no declared proxy edits (faux.fairness_check.PROXY_EDITS); the fair "
+            f"model's counterfactual pairing is off")
     fair, finfo = fair_spec.train(rows.x, rows.y, rows.c, rows.x_val, rows.y_val, rows.c_val,
                                    seed=sd["fair"], pair_edits=edits, **ep_adel)
     timings["fair_s"] = time.perf_counter() - t
