@@ -444,3 +444,34 @@ def test_sweep_on_adult_with_ssl_absent_and_builders(tmp_path, data_dir):
     rep = build_table4(twice, res_dir, fig_dir)
     assert pd.read_csv(res_dir / "table4.csv").n_seeds.item() == 1
     assert len(rep.missing) == 1 and "unfinished" in rep.missing[0][1]
+
+
+def test_adel_models_get_their_own_epoch_cap():
+    # the Adel warm-up (alpha 100 -> 1) must fit under the cap: the quick profile gives the
+    # fair model and the Adel aux 80 epochs where every other model gets 30
+    from dataclasses import replace
+
+    res = run_real(_toy_data(), settings=replace(TINY, max_epochs=1, patience=None,
+                                                 adel_max_epochs=3), seed=1, log=lambda s: None)
+    models = res.metrics["models"]
+    assert models["unfair"]["epochs"] == 1
+    assert models["fair"]["epochs"] == 3 and models["aux"]["epochs"] == 3
+
+
+def test_quick_profile_caps_the_adel_models_past_their_warm_up():
+    import math
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    import faux.run  # noqa: F401  (resolvers)
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["experiment=real", "profile=quick", "data=adult",
+                                           "paths.output_dir=."])
+    s = real_study.Settings.from_config(OmegaConf.to_container(cfg, resolve=True))
+    fair = s.specs.fair
+    warm = math.ceil(math.log(fair.alpha / max(fair.alpha_min, 1.0)) / -math.log(fair.alpha_decay))
+    assert s.study.max_epochs == 30
+    assert s.study.adel_max_epochs >= warm + s.study.patience + 10
+    assert fair.pair > 0 and fair.decor_momentum > 0        # the recipe of decisions_fair.md
