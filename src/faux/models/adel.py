@@ -60,12 +60,12 @@ Training (manual optimisation in Lightning, two Adam optimisers at lr 1e-3, batc
   - ``pair`` with ``pair_edits``: counterfactual logit pairing (Garg et al. 2019) on declared
     proxy edits, pairs of one-hot columns that state s and nothing else (Adult: Husband <->
     Wife): adds ``pair * mean (logit(x) - logit(x'))^2`` over the batch's rows holding a
-    column of an edit, x' with the two columns exchanged (``pair_on="hidden"``: the scale-free
-    distance of the last hidden layers instead, so that the probe cannot read the edit either). Without it, a model whose hidden
-    layer no longer reads s (probe at chance) hid s by using the proxy *against* its
-    correlation: Husband <-> Wife moved it 3x more than the unfair model (decisions_fair.md,
-    round 5). The check's swap then partly measures a training objective; the probe stays
-    independent of it;
+    column of an edit, x' with the two columns exchanged; ``pair_on="hidden"`` uses the
+    scale-free distance of the last hidden layers instead (so that a probe cannot read the
+    edit either), ``"both"`` the sum. Without it, a model whose hidden layer no longer reads s
+    hid s by using the proxy *against* its correlation: Husband <-> Wife moved it 3x more
+    than the unfair model (decisions_fair.md, round 5). The check's swap then partly
+    measures a training objective; the probe stays independent of it;
 
 * early stopping monitors ``val_loss = L_y + max(0, gain)`` on the validation set (with
   ``decor``, its term included): the label loss plus the adversary's gain over chance, both
@@ -167,12 +167,13 @@ def swap_columns(x: torch.Tensor, edits) -> tuple[torch.Tensor, torch.Tensor]:
 PAIR_ON = ("logit", "hidden", "both")
 
 
-def _pair_penalty(net: nn.Module, x: torch.Tensor, edits, on: str = "logit") -> torch.Tensor:
+def _pair_penalty(net: nn.Module, x: torch.Tensor, edits, on: str = "logit",
+                  h: torch.Tensor | None = None) -> torch.Tensor:
     """How much the declared edits move the model, over the edited rows of ``x`` (0 when the
     batch holds none). ``logit``: mean squared logit difference. ``hidden``: mean squared
     distance between the last hidden layers of a row and its swap, over the batch's total
     variance of the hidden layer (scale-free: shrinking h does not lower it). ``both``: the
-    sum of the two."""
+    sum of the two. ``h``: ``net.hidden(x)`` when the caller has it."""
     xs, xt = swap_columns(x, edits)
     if xs.shape[0] == 0:
         return x.new_zeros(())
@@ -180,7 +181,8 @@ def _pair_penalty(net: nn.Module, x: torch.Tensor, edits, on: str = "logit") -> 
     if on in ("logit", "both"):
         out = out + ((net(xs) - net(xt)) ** 2).mean()
     if on in ("hidden", "both"):
-        spread = net.hidden(x).var(0, unbiased=False).sum() + 1e-6
+        h = net.hidden(x) if h is None else h
+        spread = h.var(0, unbiased=False).sum() + 1e-6
         out = out + ((net.hidden(xs) - net.hidden(xt)) ** 2).sum(1).mean() / spread
     return out
 
@@ -302,7 +304,7 @@ class AdelModule(TabularModule):
         l_y = F.binary_cross_entropy_with_logits(self.model.net.head(h).reshape(y.shape), y)
         if self.pair > 0 and self.pair_edits:
             l_y = l_y + self.pair * _pair_penalty(self.model.net, x, self.pair_edits,
-                                                  self.pair_on)
+                                                  self.pair_on, h)
         gain = self._adv_gain(h, s)
         if self.decor > 0:
             gain = gain + self.decor * self._decor_penalty(h, s)
@@ -422,7 +424,8 @@ def _check_edits(edits, d: int) -> tuple:
     """Edits as (i, j) column-index pairs inside ``[0, d)``; one-line error otherwise."""
     out = []
     for pair in edits or ():
-        if len(pair) != 2 or not all(0 <= int(k) < d for k in pair) or int(pair[0]) == int(pair[1]):
+        if (len(pair) != 2 or not all(0 <= int(k) < d for k in pair)
+                or int(pair[0]) == int(pair[1])):
             raise ConfigError(f"a pairing edit is two distinct column indices below {d}; got "
                               f"{tuple(pair)!r} (name pairs: faux.fairness_check.edit_columns)")
         out.append((int(pair[0]), int(pair[1])))

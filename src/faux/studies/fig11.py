@@ -24,6 +24,7 @@ from faux.metrics.ranking import ap_top_fraction, average_precision
 from faux.models.mlp import MLPSpec
 from faux.studies.column import Column, ColumnSettings, prepare_shared
 from faux.studies.grid import check_cell
+from faux.studies.readings import labels_for, reading_of, synth_settings, target_spec
 from faux.studies.resources import peak_rss_mb, reset_peak_rss
 
 JOB = "fig11_cell"
@@ -43,9 +44,7 @@ class Settings:
 
     @classmethod
     def from_config(cls, cfg: dict) -> Settings:
-
         from faux.studies.config import node_kwargs
-        from faux.studies.readings import reading_of, synth_settings, target_spec
 
         c = cfg["column"]
         rname, r = reading_of(cfg)
@@ -85,8 +84,6 @@ def run(s: Settings, out_dir, log) -> dict:
     t2 = time.perf_counter()
     q = ft.quality(xv, cv)
     t_quality = time.perf_counter() - t2
-    from faux.studies.readings import labels_for
-
     labels, threshold = labels_for(pc, s.threshold)
     rate = float(labels.float().mean())
     ap = average_precision(labels, scores)

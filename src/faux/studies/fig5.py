@@ -31,6 +31,7 @@ from faux.metrics.ranking import ap_top_fraction, average_precision
 from faux.models.mlp import MLPSpec, random_architecture
 from faux.studies.column import Column, ColumnSettings, prepare_shared, score_method
 from faux.studies.grid import check_cell, parse_pair
+from faux.studies.readings import labels_for, reading_of, synth_settings
 from faux.studies.resources import peak_rss_mb, reset_peak_rss
 
 JOB = "fig5_cell"
@@ -79,7 +80,6 @@ class Settings:
     @classmethod
     def from_config(cls, cfg: dict) -> Settings:
         from faux.studies.config import method_config
-        from faux.studies.readings import reading_of, synth_settings
 
         check_cell("fig5", {"pair": cfg["pair"], "fusion": cfg["fusion"], "bias": cfg["bias"],
                             "draw": cfg["draw"], "seed": cfg["seed"]})
@@ -111,8 +111,6 @@ def run(s: Settings, out_dir, log) -> dict:
     col, arch = s.column, s.arch
     shared = prepare_shared(col, s.synth, s.target, s.column_seed)
     pc = shared.pc
-    from faux.studies.readings import labels_for
-
     label_t, threshold = labels_for(pc, s.threshold)
     rate = float(label_t.float().mean())
     log(f"fig5 {s.pair} {col.fusion} bias {col.bias} draw {s.draw}: d={pc.test.dim}, "
