@@ -142,3 +142,40 @@ def test_bad_inputs():
         train_mlp_stack(x, torch.zeros(50), seeds=[0], accelerator="cpu")
     with pytest.raises(ConfigError, match="accelerator"):
         train_mlp_stack(x, t, seeds=[0], accelerator="tpu")
+
+
+def test_cached_stack_trains_a_cells_seeds_once_each_as_it_would_alone(tmp_path, monkeypatch):
+    """``study.aux_trainer: stacked``: the first aux a cell asks for trains every seed of the
+    cell in one stack and caches each under its own key (marked ``trainer: stacked``, apart
+    from the one-by-one entries); later seeds load; each member equals ``cached_mlp``'s."""
+    import faux.models.stacked as stacked_mod
+    from faux.cache import Cache
+    from faux.studies.column import cached_mlp, cached_mlp_stacked
+
+    x, t = _noisy(256, 6, 0)
+    xv, tv = _noisy(128, 6, 1)
+    spec = MLPSpec(width=12, depth=2, max_epochs=12, patience=2, batch_size=32, lr=1e-2)
+    cache, seeds = Cache(tmp_path / "c"), [3, 1, 2]
+    calls = []
+    real = stacked_mod.train_mlps_stacked
+    monkeypatch.setattr(stacked_mod, "train_mlps_stacked",
+                        lambda *a, **k: calls.append(list(k["seeds"])) or real(*a, **k))
+    got = {s: cached_mlp_stacked(cache, "aux", {"cell": 1}, spec, x, t, xv, tv, s, seeds,
+                                 accelerator="cpu") for s in seeds}
+    assert calls == [[1, 2, 3]]                      # one stack, all seeds, on the first miss
+    assert (cache.builds, cache.hits) == (3, 3)      # three entries written, then each loaded
+    for s in seeds:
+        alone = cached_mlp(cache, "aux", {"cell": 1}, spec, x, t, xv, tv, s, accelerator="cpu")
+        _same(got[s], alone, xv)
+    assert cache.builds == 6                         # the one-by-one entries are other keys
+    again = cached_mlp_stacked(cache, "aux", {"cell": 1}, spec, x, t, xv, tv, 2, seeds,
+                               accelerator="cpu")
+    assert calls == [[1, 2, 3]] and cache.builds == 6
+    torch.testing.assert_close(again[0](xv), got[2][0](xv), rtol=0, atol=0)
+
+
+def test_aux_trainer_is_checked():
+    from faux.studies.column import ColumnSettings
+
+    with pytest.raises(ConfigError, match="aux_trainer"):
+        ColumnSettings({}, {}, {}, {}, 3.0, "prob", {}, "c", "d", aux_trainer="batched")

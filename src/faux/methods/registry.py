@@ -108,7 +108,7 @@ def order(name: str) -> tuple[int, str]:
 
 #: config keys read only where a method has the need (a job for a method without the need
 #: leaves them out of its config hash)
-NEED_KEYS = {"aux": ("model.aux",), "gan": ("model.gan", "profile.gan_steps")}
+NEED_KEYS = {"aux": ("model.aux", "study.aux_trainer"), "gan": ("model.gan", "profile.gan_steps")}
 
 
 def foreign_keys(name: str) -> tuple[str, ...]:

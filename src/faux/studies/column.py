@@ -102,6 +102,10 @@ def generator_overrides(study: dict | None, profile: dict | None, names) -> dict
     return {n: {**(study.get(n) or {}), **prof} for n in names if study.get(n) or prof}
 
 
+#: how a study trains the retrainings of a cell's aux model (``study.aux_trainer``)
+AUX_TRAINERS = ("single", "stacked")
+
+
 @dataclass(frozen=True)
 class ColumnSettings:
     """How every synthetic study builds a column (plain values from the config)."""
@@ -116,6 +120,12 @@ class ColumnSettings:
     cache_dir: str
     data_dir: str
     accelerator: str = "auto"
+    aux_trainer: str = "single"  # a cell's aux retrainings: one by one, or as one stack
+
+    def __post_init__(self):
+        if self.aux_trainer not in AUX_TRAINERS:
+            raise ConfigError(f"study.aux_trainer must be one of {AUX_TRAINERS}, got "
+                              f"{self.aux_trainer!r}")
 
     def gen_cfgs(self, names: Iterable[str]) -> dict:
         return generator_overrides(self.gen_study, self.gen_profile, names)
@@ -139,10 +149,12 @@ def generator_key(gen: SyntheticGenerator, gen_cfgs: dict | None) -> dict:
 MLP_CODE = code_version("faux.models.mlp", "faux.models.training")
 
 
-def cached_mlp(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, x_val, t_val, seed: int,
-               accelerator: str = "auto", projection: torch.Tensor | None = None):
-    """An MLP classifier trained once per key and then loaded from the cache (with a fixed
-    input ``projection``, e.g. the disentangled aux's x W~, part of the key)."""
+#: what a stacked-trained MLP depends on besides MLP_CODE
+STACK_CODE = code_version("faux.models.stacked")
+
+def _mlp_key(key: dict, spec: MLPSpec, seed: int, accelerator: str,
+             projection: torch.Tensor | None) -> tuple[dict, dict]:
+    """The cache key of one trained MLP, and the ``projection`` keyword to train it with."""
     # where it trains (CPU / GPU) and, on CPU, the thread count change the order floats are
     # summed in: both are part of the key
     key = {**key, "spec": spec.__dict__, "train_seed": int(seed), "code": MLP_CODE,
@@ -152,9 +164,48 @@ def cached_mlp(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, x_val, t
         p = torch.as_tensor(projection, dtype=torch.float32).contiguous()
         key["projection"] = hashlib.sha256(p.numpy().tobytes()).hexdigest()[:16]
         extra["projection"] = p
+    return key, extra
+
+
+def cached_mlp(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, x_val, t_val, seed: int,
+               accelerator: str = "auto", projection: torch.Tensor | None = None):
+    """An MLP classifier trained once per key and then loaded from the cache (with a fixed
+    input ``projection``, e.g. the disentangled aux's x W~, part of the key)."""
+    key, extra = _mlp_key(key, spec, seed, accelerator, projection)
     return cache.get_or_build(
         kind, key, lambda: spec.train(x, t, x_val, t_val, seed=seed, accelerator=accelerator,
                                       **extra),
+        dumps=_mlp_dumps, loads=_mlp_loads)
+
+
+def cached_mlp_stacked(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, x_val, t_val,
+                       seed: int, seeds: Iterable[int], accelerator: str = "auto",
+                       projection: torch.Tensor | None = None):
+    """:func:`cached_mlp` for seed ``seed`` of a cell whose retrainings are ``seeds``: on a
+    miss every seed of ``seeds`` not yet cached trains in one stack
+    (:func:`faux.models.stacked.train_mlps_stacked`, each member as it would alone up to float
+    summation order) and is cached under its own key. The keys say ``trainer: stacked``, so
+    these entries never mix with separately trained ones. One lock per cell: parallel jobs of
+    a cell (fAux, fAux+NG, fAux+IG) train its stack once."""
+    from faux.models.stacked import train_mlps_stacked
+
+    seeds = sorted({int(s) for s in seeds} | {int(seed)})
+    base = {**key, "trainer": "stacked", "stack_code": STACK_CODE}
+    keys = {s: _mlp_key(base, spec, s, accelerator, projection) for s in seeds}
+    k, extra = keys[int(seed)]
+    if not cache.path(kind, k).exists():
+        with cache.lock(key_name(f"{kind}-stack", {"keys": [keys[s][0] for s in seeds]})):
+            todo = [s for s in seeds if not cache.path(kind, keys[s][0]).exists()]
+            if todo:
+                log.info("training %d %s models as one stack (seeds %s)", len(todo), kind, todo)
+                built = train_mlps_stacked(spec, x, t, x_val, t_val, seeds=todo,
+                                           accelerator=accelerator, **extra)
+                for s, pair in zip(todo, built):
+                    cache.get_or_build(kind, keys[s][0], lambda pair=pair: pair,
+                                       dumps=_mlp_dumps, loads=_mlp_loads)
+    return cache.get_or_build(      # a load (a stack of one if the entry went missing)
+        kind, k, lambda: train_mlps_stacked(spec, x, t, x_val, t_val, seeds=[int(seed)],
+                                            accelerator=accelerator, **extra)[0],
         dumps=_mlp_dumps, loads=_mlp_loads)
 
 

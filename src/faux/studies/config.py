@@ -31,7 +31,7 @@ def column_settings(cfg: dict, sizes: dict | None = None) -> ColumnSettings:
         gen_opts=dict(st["generator_options"]), threshold_k=float(st["threshold_k"]),
         output=st["output"], options=dict(st["options"]),
         cache_dir=cfg["paths"]["cache_dir"], data_dir=cfg["paths"]["data_dir"],
-        accelerator=accelerator(cfg))
+        accelerator=accelerator(cfg), aux_trainer=str(st.get("aux_trainer", "single")))
 
 
 def method_config(cfg: dict, options: dict, params: dict | None = None) -> MethodConfig:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
@@ -30,6 +31,7 @@ from faux.studies.column import (
     ColumnSettings,
     PreparedColumn,
     cached_mlp,
+    cached_mlp_stacked,
     prepare_shared,
     test_batch,
 )
@@ -167,13 +169,19 @@ def labels_for(pc: PreparedColumn, rule: str) -> tuple[torch.Tensor, float]:
     return (pc.ifs_test > thr).long(), thr
 
 
-def aux_provider(pc: PreparedColumn, kind: str, spec: MLPSpec, s: ColumnSettings):
+def aux_provider(pc: PreparedColumn, kind: str, spec: MLPSpec, s: ColumnSettings,
+                 seeds: Iterable[int] = ()):
     """``seed -> (aux, info)``: the plain aux MLP on x (Table 1's, same cache entries) or the
-    disentangled one on the c-side block x W~ (A.7.6, eqs. 34/37)."""
+    disentangled one on the c-side block x W~ (A.7.6, eqs. 34/37). With ``s.aux_trainer ==
+    "stacked"`` the cell's retrainings ``seeds`` train as one stack on the first miss."""
     cache, tr, va = s.cache(), pc.train, pc.val
     projection = None if kind == "mlp" else tr.w_tilde
+    seeds = [int(x) for x in seeds]
 
     def aux(seed: int):
+        if s.aux_trainer == "stacked":
+            return cached_mlp_stacked(cache, "aux", pc.key, spec, tr.x, tr.c, va.x, va.c, seed,
+                                      seeds, s.accelerator, projection=projection)
         return cached_mlp(cache, "aux", pc.key, spec, tr.x, tr.c, va.x, va.c, seed,
                           s.accelerator, projection=projection)
     return aux
@@ -210,8 +218,9 @@ def run(s: Settings, out_dir, log) -> dict:
         f"positive rate {rate:.3f}")
     config = MethodConfig(s.synth.options, {"fta_lin": {"output": r["target_output"]}},
                           s.synth.accelerator)
+    aux_seeds = registry.get("faux").run_seeds(s.seed, s.runs)    # the aux's retrainings
     data = TrainData(pc.train.x, pc.train.c, pc.val.x, pc.val.c,
-                     aux_provider(pc, r["aux"], s.aux, s.synth))
+                     aux_provider(pc, r["aux"], s.aux, s.synth, aux_seeds))
     batch = test_batch(pc)
     ap_runs, aux_acc = {}, []
     for name in METHODS:

@@ -76,7 +76,7 @@ def run(s: Settings, out_dir, log) -> dict:
         f"positive rate {rate:.3f}, target accuracy {pc.target_info['accuracy']:.3f}")
     seeds = method.run_seeds(s.seed, s.runs)
     cache, acc = s.synth.cache(), s.synth.accelerator
-    aux_of, aux_s = aux_provider(pc, s.aux_kind, s.aux, s.synth), {}
+    aux_of, aux_s = aux_provider(pc, s.aux_kind, s.aux, s.synth, seeds), {}
 
     def timed_aux(seed):
         t0 = time.perf_counter()
