@@ -8,8 +8,18 @@ study's seeds, rows and recipes at the quick profile's sizes) for several seeds,
    unit gradient (what fAux+NG reads) and the logistic regression of c on x (what FTA + lin.
    aux reads), and the original features carrying most of its mean unit gradient.
 
+With ``--blind`` a third target joins: the unfair recipe blind to the dataset's declared
+proxy edit by construction (the two edited columns enter the network as their sum, so the
+edit cannot move it; e.g. Adult's Husband and Wife become "spouse"). It asks whether the test
+ranks a model that cannot use the most c-coded feature below the unfair one, i.e. whether a
+reversal belongs to the test or to the adversarially fair model.
+
     FAUX_DATA_DIR=/work/shared/data OMP_NUM_THREADS=1 .venv/bin/python scripts/diagnose_real.py \
-        --dataset adult --seeds 0,1
+        --dataset adult --seeds 0,1 [--blind] [model.fair.decor=2.0 ...]
+
+The networks are trained as the study trains them (``faux.studies.real.train_models`` under
+the study's composed config: profile, recipes, epoch caps, declared edits), so a seed's
+fAux+NG AUROC here is the study's for that seed.
 
 Prints plain lines; nothing is written.
 """
@@ -17,93 +27,126 @@ Prints plain lines; nothing is written.
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 
 import numpy as np
 import torch
 
 
 def main(argv=None) -> None:
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
     from sklearn.linear_model import LogisticRegression
 
+    import faux.run  # noqa: F401  (the config's resolvers)
     from faux.data.real import load_real
+    from faux.fairness_check import edit_columns, proxy_edits
     from faux.methods.gradients import score
     from faux.metrics.ranking import separation_auroc
-    from faux.models.adel import AdelSpec
-    from faux.models.mlp import MLPSpec
-    from faux.studies.real import SEED_OFFSETS, RealSettings, select_rows
+    from faux.studies.real import SEED_OFFSETS, Settings, select_rows, train_models
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="adult")
     ap.add_argument("--seeds", default="0,1")
-    ap.add_argument("--max-train-rows", type=int, default=8000)
-    ap.add_argument("--n-score", type=int, default=1000)
-    ap.add_argument("--max-epochs", type=int, default=30)
-    ap.add_argument("--patience", type=int, default=5)
-    ap.add_argument("--fair", default="", help="AdelSpec overrides of the fair model, k=v;...")
+    ap.add_argument("--profile", default="quick", help="the study's profile (sizes, epochs)")
+    ap.add_argument("--blind", action="store_true",
+                    help="add the unfair recipe blind to the declared proxy edit")
+    ap.add_argument("overrides", nargs="*", help="Hydra overrides of the study's config, e.g. "
+                    "model.fair.decor=2.0")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
-    aux_spec = AdelSpec(alpha_min=0.0, adv_norm=False, decor=0.0)   # conf/model/aux/adel.yaml
-    fair_over = {}
-    for kv in filter(None, a.fair.split(";")):
-        k, v = kv.split("=")
-        fair_over[k] = type(getattr(AdelSpec(), k))(float(v)) if k != "reinit" else v == "true"
-    fair_spec = replace(AdelSpec(), **fair_over)
-    st = RealSettings(max_train_rows=a.max_train_rows, n_score=a.n_score)
-    ep = {"max_epochs": a.max_epochs, "patience": a.patience, "accelerator": "cpu"}
+    conf = Path(__file__).resolve().parents[1] / "conf"
     runs = {}
     for seed in (int(s) for s in a.seeds.split(",")):
-        data = load_real(a.dataset, seed)
-        rows = select_rows(data, st, seed)
-        sd = {k: seed + v for k, v in SEED_OFFSETS.items()}
-        unfair, _ = MLPSpec().train(rows.x, rows.y, rows.x_val, rows.y_val, seed=sd["unfair"],
-                                    **ep)
-        fair, _ = fair_spec.train(rows.x, rows.y, rows.c, rows.x_val, rows.y_val, rows.c_val,
-                                  seed=sd["fair"], **ep)
-        aux, _ = aux_spec.train(rows.x, rows.c, rows.y, rows.x_val, rows.c_val, rows.y_val,
-                                seed=sd["aux"], **ep)
+        with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+            cfg = compose("config", overrides=["experiment=real", f"profile={a.profile}",
+                                               f"data={a.dataset}", f"seed={seed}",
+                                               "paths.output_dir=.", *a.overrides])
+        st = Settings.from_config(OmegaConf.to_container(cfg, resolve=True))
+        data = load_real(a.dataset, seed, root=st.data_dir, val_frac=st.val_frac,
+                         test_frac=st.test_frac)
+        rows = select_rows(data, st.study, seed)
+        m3 = train_models(data, rows, st.specs, st.study, seed, log=print)
         lr = LogisticRegression(max_iter=1000).fit(rows.x, rows.c)
-        runs[seed] = dict(data=data, x=torch.as_tensor(rows.x_score), unfair=unfair, fair=fair,
-                          aux=aux, w=torch.as_tensor(lr.coef_[0], dtype=torch.float32))
+        runs[seed] = dict(data=data, x=torch.as_tensor(rows.x_score), unfair=m3["unfair"][0],
+                          fair=m3["fair"][0], aux=m3["aux"][0],
+                          w=torch.as_tensor(lr.coef_[0], dtype=torch.float32))
+        if a.blind:
+            merge = Merged(edit_columns(proxy_edits(a.dataset), data.feature_names),
+                           rows.x.shape[1])
+            net, info = st.specs.target.train(
+                merge(torch.as_tensor(rows.x)), rows.y, merge(torch.as_tensor(rows.x_val)),
+                rows.y_val, seed=seed + SEED_OFFSETS["unfair"], max_epochs=st.study.max_epochs,
+                patience=st.study.patience, accelerator="cpu")
+            runs[seed]["blind"] = torch.nn.Sequential(merge, net).eval()
+            print(f"seed {seed}: blind model accuracy {info['accuracy']:.3f}", flush=True)
         print(f"seed {seed}: trained", flush=True)
 
     opts = {"output": "prob", "aux_output": "logit", "ng": "sample"}
-    print(f"\n{a.dataset}: fAux+NG separation AUROC, targets of seed a (rows) scored with "
-          f"the aux of seed b (columns)")
-    for sa, ra in runs.items():
-        cells = []
-        for sb, rb in runs.items():
-            s = {m: score("faux_ng", ra[m], rb["aux"], ra["x"], **opts).detach().numpy()
-                 for m in ("unfair", "fair")}
-            cells.append(f"aux {sb}: {separation_auroc(s['unfair'], s['fair']):.3f}")
-        print(f"  targets {sa}: " + ", ".join(cells))
+    others = ("fair", "blind") if a.blind else ("fair",)
+    for other in others:
+        print(f"\n{a.dataset}: fAux+NG separation AUROC of unfair vs {other}, targets of seed "
+              f"a (rows) scored with the aux of seed b (columns)")
+        for sa, ra in runs.items():
+            cells = []
+            for sb, rb in runs.items():
+                s = {m: score("faux_ng", ra[m], rb["aux"], ra["x"], **opts).detach().numpy()
+                     for m in ("unfair", other)}
+                cells.append(f"aux {sb}: {separation_auroc(s['unfair'], s[other]):.3f}")
+            print(f"  targets {sa}: " + ", ".join(cells))
 
-    def unit_grad(model, x, prob):
+    def grad(model, x, prob):
         x = x.clone().requires_grad_(True)
         out = model(x).reshape(len(x), -1)[:, 0]
         out = torch.sigmoid(out) if prob else out
         (g,) = torch.autograd.grad(out.sum(), x)
+        return g
+
+    def unit_grad(model, x, prob):
+        g = grad(model, x, prob)
         return g / g.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
+    def gnorm(model, x):
+        return grad(model, x, True).norm(dim=1, keepdim=True)
+
     print(f"\n{a.dataset}: mean |cos| of each target's unit gradient with the aux's unit "
-          f"gradient and with the logistic c direction; top features of its mean |unit grad|")
+          f"gradient and with the logistic c direction w_c (unit), the median size of its "
+          f"probability's gradient along w_c, and the features of its largest mean |unit grad|")
     for seed, r in runs.items():
         ga = unit_grad(r["aux"], r["x"], False)
         w = r["w"] / r["w"].norm()
         groups = np.asarray(r["data"].feature_groups)
-        for m in ("unfair", "fair"):
+        for m in ("unfair",) + others:
             g = unit_grad(r[m], r["x"], True)
             cos_aux = (g * ga).sum(1).abs().mean().item()
             cos_lr = (g @ w).abs().mean().item()
+            along = (g * gnorm(r[m], r["x"])) @ w          # raw gradient along the LR(c) axis
             mag = g.abs().mean(0).numpy()
             per = {n: float(mag[groups == n].sum()) for n in dict.fromkeys(groups)}
             top = sorted(per.items(), key=lambda kv: -kv[1])[:5]
-            print(f"  seed {seed} {m:6s}: |cos aux| {cos_aux:.3f}, |cos LR(c)| {cos_lr:.3f}; "
+            print(f"  seed {seed} {m:6s}: |cos aux| {cos_aux:.3f}, |cos LR(c)| {cos_lr:.3f}, "
+                  f"median |dp/dx . w_c| {along.abs().median().item():.4f}; "
                   + ", ".join(f"{n} {v:.2f}" for n, v in top))
         mag = ga.abs().mean(0).numpy()
         per = {n: float(mag[groups == n].sum()) for n in dict.fromkeys(groups)}
         top = sorted(per.items(), key=lambda kv: -kv[1])[:5]
         print(f"  seed {seed} aux   : " + ", ".join(f"{n} {v:.2f}" for n, v in top))
+
+
+class Merged(torch.nn.Module):
+    """x with each edited pair of columns (a, b) replaced by their sum in both places: a
+    network on it cannot tell the two levels apart (the edit a <-> b leaves it unchanged)."""
+
+    def __init__(self, pairs, d: int):
+        super().__init__()
+        m = torch.eye(d)
+        for i, j in pairs:
+            m[i, j] = m[j, i] = 1.0
+        self.register_buffer("m", m)
+
+    def forward(self, x):
+        return x @ self.m
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ dispatches (and Lightning hooks) around it, so training the seeds one after anot
 mostly overhead. :class:`StackedMLP` holds member ``e``'s layer weights at index ``e`` of
 (E, in, out) tensors and runs every member with one ``torch.baddbmm`` per layer; a loss
 summed over the members gives each member exactly its own gradient, and Adam, RMSprop and
-weight clipping act element by element, so every member trains exactly as it would alone
-(up to float summation order).
+weight clipping act element by element, so every member trains as it would alone (bit for
+bit at the studies' shapes; see "Exactness").
 
 :func:`train_mlps_stacked` is :func:`faux.models.mlp.train_mlp` for several seeds at once:
 member ``s`` starts from the initial weights seed ``s`` gives, sees the mini-batches of
@@ -18,18 +18,22 @@ members still training, which is exact since Adam's state is per element), and i
 best-epoch weights are restored as the single path restores them. The loop is a plain
 PyTorch loop rather than a Lightning ``fit``: members leave the stack mid-training, which
 rebuilds the optimiser, and Lightning's loop owns its optimisers. Mini-batches are gathered
-with ``index_select`` (about 10x cheaper than ``x[idx]`` at 360 features) and Adam is the
-fused kernel (one call per step for the whole stack).
+with ``index_select`` (about 10x cheaper than ``x[idx]`` at 360 features).
 
-Exactness. One step of the stack equals one step of each member alone to about one float
-ulp: MKL rounds a batched matmul with a single output column (the head) differently from
-the unbatched one. Over hundreds of steps that is usually invisible (1e-7), but when a ReLU
-pre-activation lies within rounding of zero it can switch on in one path and not in the
-other, and Adam then carries the difference on: measured on bench/aux_stack.py's data
-(4,000 x 38 and x 360, quick aux recipe with early stopping, 10 seeds), 1-2 of 10 members
-end with weights 2e-4 - 8e-3 apart (logits up to 7e-2; same epochs and best epoch), the
-rest within 1e-7 (logits 1e-6). That is the same
-sensitivity the single path has to any change of summation order (another BLAS, a GPU).
+Exactness. Each layer of the stack runs through :class:`_StackedLinear`, which uses the
+kernels the single network's ``nn.Linear`` uses (a per-member ``addmm`` for the one-column
+head, ``gᵀ h`` for weight gradients), and Adam is the single-tensor update ``train_mlp``'s
+Adam runs on CPU (element-wise, so equal per slice). At the shapes the studies train (inputs
+>= 16 wide, 2 x 64 hidden, one logit, batch 64 with a partial last batch) every member then
+equals the separately trained network bit for bit (tested). At toy shapes (a few inputs,
+width 8, odd batch sizes, several label columns) MKL picks different kernels for the batched
+and the single matmul, and members differ by an ulp per step; over hundreds of steps a ReLU
+pre-activation within rounding of zero can amplify that (measured before these kernels on
+bench/aux_stack.py's data: 1-2 of 10 members 2e-4 - 8e-3 apart in weights). The validation
+loss that drives early stopping is summed in another order than Lightning's (equal to ~1e-7),
+so a stop could differ only at a near-tie. The exact kernels cost speed: about 2.4 against 1.5
+ms per step of 10 members at 38 inputs (fused Adam and a batched head; measured with
+one thread on the loaded machine).
 """
 
 from __future__ import annotations
@@ -43,6 +47,33 @@ from torch.nn import functional as F
 from faux.errors import ConfigError
 from faux.models.mlp import MLP, MLPSpec, check_classification_data, mlp_accuracy
 from faux.models.training import TensorBatches, n_params, resolve_device
+
+
+class _StackedLinear(torch.autograd.Function):
+    """``baddbmm(b, h, w)`` (member ``e``: ``h[e] @ w[e] + b[e]``) computed with the kernels
+    the single network's ``nn.Linear`` uses, so every member rounds exactly as it would alone.
+
+    Measured on MKL (CPU): a batched matmul equals the single ``addmm`` except with one
+    output column (the head; MKL's matrix-vector path), so that layer's forward runs one
+    ``addmm`` per member; autograd's weight gradient of ``baddbmm`` (``hᵀ g``) rounds
+    differently from ``nn.Linear``'s (``gᵀ h``) for narrow inputs, so the backward computes
+    ``gᵀ h`` batched, which equals it for every shape tried (tests/test_models_stacked.py
+    holds the members to bit equality)."""
+
+    @staticmethod
+    def forward(ctx, h, w, b):
+        ctx.save_for_backward(h, w)
+        if w.shape[-1] == 1:
+            return torch.stack([torch.addmm(b[e], h[e], w[e]) for e in range(w.shape[0])])
+        return torch.baddbmm(b, h, w)
+
+    @staticmethod
+    def backward(ctx, g):
+        h, w = ctx.saved_tensors
+        gh = torch.bmm(g, w.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+        gw = torch.bmm(g.transpose(1, 2), h).transpose(1, 2)
+        gb = g.sum(1, keepdim=True)
+        return gh, gw, gb
 
 
 class StackedMLP(torch.nn.Module):
@@ -82,7 +113,7 @@ class StackedMLP(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         last = len(self.weights) - 1
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            x = torch.baddbmm(b, x, w) if x.ndim == 3 else torch.matmul(x, w) + b
+            x = torch.matmul(x, w) + b if x.ndim != 3 else _StackedLinear.apply(x, w, b)
             if i < last:
                 x = torch.relu(x)
         return x
@@ -190,7 +221,10 @@ def train_mlp_stack(x, t, x_val=None, t_val=None, *, seeds, width: int = 64, dep
     batches = [TensorBatches((x,), batch_size=batch_size, seed=s) for s in seeds]
 
     def make_opt(params):
-        return torch.optim.Adam(params, lr=lr, fused=True)
+        # the single-tensor Adam: what ``train_mlp``'s Adam runs on CPU; its element-wise
+        # update on a (E, ...) tensor equals the update of each slice bit for bit (fused Adam
+        # rounds differently, by an ulp)
+        return torch.optim.Adam(params, lr=lr, foreach=False, fused=False)
 
     opt = make_opt(stack.parameters())
     active = list(range(r))                   # member index of each row of the stack

@@ -311,10 +311,11 @@ class Trained:
     check: dict             # issue 14's fairness check: unfair, fair, aux, verdict
 
 
-def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSettings, seed: int,
-              log: Callable[[str], None] = log_.info) -> Trained:
-    """Train both targets and the aux model, then fit every method (FlipTest's GANs, the
-    linear fair metric of FTA + lin. aux and Unfair Map, ...) once."""
+def train_models(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSettings,
+                 seed: int, log: Callable[[str], None] = log_.info) -> dict:
+    """Train the unfair target, the fair target and the aux model of a job (each with its own
+    seed, ``seed + SEED_OFFSETS[part]``): ``{unfair, fair, aux: (model, info), fair_over,
+    timings}``. The job's :func:`train_all` and ``scripts/diagnose_real.py`` share it."""
     from dataclasses import replace
 
     if not _is_adel(specs.fair):
@@ -351,6 +352,20 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
     log(f"{data.name} seed {seed}: unfair acc {uinfo['accuracy']:.3f}, fair acc "
         f"{finfo['accuracy']:.3f} (adversary {finfo['adv_accuracy']:.3f}, chance "
         f"{finfo['adv_chance']:.3f}), aux acc {ainfo['accuracy']:.3f}")
+    return {"unfair": (unfair, uinfo), "fair": (fair, finfo), "aux": (aux, ainfo),
+            "fair_over": fair_over, "timings": timings}
+
+
+def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSettings, seed: int,
+              log: Callable[[str], None] = log_.info) -> Trained:
+    """Train both targets and the aux model (:func:`train_models`), then fit every method
+    (FlipTest's GANs, the linear fair metric of FTA + lin. aux and Unfair Map, ...) once."""
+    from dataclasses import replace
+
+    m3 = train_models(data, rows, specs, settings, seed, log)
+    (unfair, uinfo), (fair, finfo), (aux, ainfo) = m3["unfair"], m3["fair"], m3["aux"]
+    fair_over, timings = m3["fair_over"], m3["timings"]
+    sd = {k: int(seed) + v for k, v in SEED_OFFSETS.items()}
     gan = replace(specs.gan, gen_steps=int(settings.gan_steps))
     config = MethodConfig(dict(settings.options),
                           {"fliptest": asdict(gan), "fta_lin": settings.fta_lin,
