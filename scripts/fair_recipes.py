@@ -130,6 +130,9 @@ def main(argv=None) -> int:
                     help="a recipe (NAME or NAME:overrides) with which the A.11.2 aux (Adel of c, "
                          "adversary against y) is also trained and checked (probe of y)")
     ap.add_argument("--out", default="outputs/fair_recipes")
+    ap.add_argument("--probe-rows", type=int, default=0,
+                    help="also run the check with the probes trained on this many of the "
+                         "training rows (seeded draw): does the probe or the model move it?")
     ap.add_argument("--toy", action="store_true",
                     help="instead: tests/test_models_adel.py's toy (2,000 rows) and its probe "
                          "(c accuracy of a fresh MLP on the hidden layer) per recipe")
@@ -178,6 +181,13 @@ def main(argv=None) -> int:
                                 "best_epoch": finfo["best_epoch"],
                                 "adv_accuracy": finfo["adv_accuracy"], **chk})
                 print(_line(records[-1]), flush=True)
+                if a.probe_rows and a.probe_rows < len(x):
+                    sub = np.sort(np.random.default_rng(seed + 5000).choice(
+                        len(x), size=a.probe_rows, replace=False))
+                    small = fairness_check(fair, x[sub], c[sub], *args[2:], **kw)
+                    records[-1]["probe_auroc_sub"] = small["probe_auroc"]
+                    print(f"    probe trained on {a.probe_rows} of the {len(x)} training rows: "
+                          f"{small['probe_auroc']:.3f}", flush=True)
             if a.aux:
                 label, over = parse_recipe(a.aux)
                 spec = AdelSpec(**{**asdict(AdelSpec()), **over})
