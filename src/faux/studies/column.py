@@ -152,6 +152,7 @@ MLP_CODE = code_version("faux.models.mlp", "faux.models.training")
 #: what a stacked-trained MLP depends on besides MLP_CODE
 STACK_CODE = code_version("faux.models.stacked")
 
+
 def _mlp_key(key: dict, spec: MLPSpec, seed: int, accelerator: str,
              projection: torch.Tensor | None) -> tuple[dict, dict]:
     """The cache key of one trained MLP, and the ``projection`` keyword to train it with."""
@@ -183,8 +184,8 @@ def cached_mlp_stacked(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, 
                        projection: torch.Tensor | None = None):
     """:func:`cached_mlp` for seed ``seed`` of a cell whose retrainings are ``seeds``: on a
     miss every seed of ``seeds`` not yet cached trains in one stack
-    (:func:`faux.models.stacked.train_mlps_stacked`, each member as it would alone up to float
-    summation order) and is cached under its own key. The keys say ``trainer: stacked``, so
+    (:func:`faux.models.stacked.train_mlps_stacked`, each member bit for bit as it would train
+    alone at the studies' shapes) and is cached under its own key. The keys say ``trainer: stacked``, so
     these entries never mix with separately trained ones. One lock per cell: parallel jobs of
     a cell (fAux, fAux+NG, fAux+IG) train its stack once."""
     from faux.models.stacked import train_mlps_stacked
