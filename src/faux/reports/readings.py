@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from faux.methods.registry import READINGS_METHODS as METHODS
 from faux.reports import paper_values as P
 from faux.reports.base import Report, done, write_tables
 from faux.reports.sweep import grid_gaps, results_of, unfinished_cells
-from faux.studies.readings import METHODS
 
 NAME = "readings"
 JOB = "readings_cell"

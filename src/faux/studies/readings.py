@@ -59,10 +59,8 @@ AXES: dict[str, tuple] = {
 K_STD = 3.0                 # k of the threshold rules
 TOP_FRACTION = 0.3          # the fixed top fraction
 TARGET_ARCH = {"2x64": (64, 2), "3x128": (128, 3)}
-#: the tests of the study: every registered test that needs no GAN, but Unfair Map (optional
-#: in issue 13; its 200-step attack per row would be most of the study's time)
-METHODS = tuple(n for n in registry.names(provides=("target", "aux", "train", "dxdc"))
-                if n != "unfair_map")
+#: the tests of the study (faux.methods.registry.READINGS_METHODS)
+METHODS = registry.READINGS_METHODS
 
 
 def check_reading(reading: dict, name: str = "reading") -> dict:
