@@ -321,3 +321,31 @@ def test_memoised_result_is_keyed_by_config_hash_and_code(monkeypatch):
     assert a == memo_key("abc") and memo_key("abd") != a
     monkeypatch.setattr(faux.cache, "package_version", lambda: "otherversion")
     assert memo_key("abc") != a                            # changed code: another entry
+
+
+# ------------------------------------------------------------- issue 12: the covering sweeper
+def test_covering_sweeper_composes_every_value_once_not_every_job(monkeypatch):
+    """Before launch the sweeper composes a covering sample: every override of the batch in
+    at least one composed job, 15 of Table 1's 64, in the batch's order."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    from hydra_plugins.faux_sweeper.faux_sweeper import CoveringSweeper, covering_sample
+
+    batch = [[f"column=Synthetic-{c}", f"method=m{m}"] for c in range(1, 9) for m in range(8)]
+    sample = covering_sample(batch)
+    assert len(sample) == 15 and sample[0] == batch[0]
+    assert {o for job in sample for o in job} == {o for job in batch for o in job}
+    assert [batch.index(job) for job in sample] == sorted(batch.index(job) for job in sample)
+    seen = []
+    monkeypatch.setattr(BasicSweeper, "validate_batch_is_legal", lambda self, b: seen.append(b))
+    CoveringSweeper(max_batch_size=None, params=None).validate_batch_is_legal(batch)
+    assert seen == [sample]
+
+
+def test_sweep_with_a_bad_value_fails_before_any_job_runs(tmp_path):
+    sweep = tmp_path / "sweep"
+    r = _run("-m", "data=backache,no_such_data", f"hydra.sweep.dir={sweep}")
+    assert r.returncode != 0 and "no_such_data" in r.stderr
+    assert not list(sweep.glob("*/result.json"))
+    cfg = _run("--cfg", "hydra", "--package", "hydra.sweeper")
+    assert "CoveringSweeper" in cfg.stdout, cfg.stderr

@@ -148,7 +148,7 @@ def expand_sweep(cfg: DictConfig) -> tuple[list[list[str]] | None, list[str]]:
     ``n_trials`` of optimising sweepers, which :func:`job_count` reads).
     """
     sweeper = OmegaConf.select(cfg, "hydra.sweeper._target_", default="") or ""
-    if not sweeper.endswith("BasicSweeper"):
+    if not sweeper.endswith(("BasicSweeper", "CoveringSweeper")):
         return None, []
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
