@@ -20,7 +20,9 @@ PyTorch loop rather than a Lightning ``fit``: members leave the stack mid-traini
 rebuilds the optimiser, and Lightning's loop owns its optimisers. Mini-batches are gathered
 with ``index_select`` (about 10x cheaper than ``x[idx]`` at 360 features).
 
-Exactness. Each layer of the stack runs through :class:`_StackedLinear`, which uses the
+Exactness. In :func:`train_mlp_stack` (``StackedMLP(..., exact=True)``; FlipTest's GANs keep
+the plain batched kernels, which round differently from single networks by an ulp per step)
+each layer of the stack runs through :class:`_StackedLinear`, which uses the
 kernels the single network's ``nn.Linear`` uses (a per-member ``addmm`` for the one-column
 head, ``gᵀ h`` for weight gradients), and Adam is the single-tensor update ``train_mlp``'s
 Adam runs on CPU (element-wise, so equal per slice). At the shapes the studies train (inputs
@@ -84,12 +86,15 @@ class StackedMLP(torch.nn.Module):
     with ``torch.baddbmm``. A 2-D input (B, d_in) is shared by every member. Losses summed
     over members give each member its own gradient, and RMSprop, Adam and weight clipping act
     element by element, so training the stack equals training the members one by one (up to
-    float summation order; tested). Members must not have input projections (project the
-    inputs once before the stack instead).
+    float summation order; tested). ``exact``: run every layer through :class:`_StackedLinear`
+    (the single network's kernels; bit for bit at the studies' shapes, slower); the aux
+    stack uses it, FlipTest's GANs keep the plain batched kernels. Members must not have
+    input projections (project the inputs once before the stack instead).
     """
 
-    def __init__(self, members: list[MLP]):
+    def __init__(self, members: list[MLP], exact: bool = False):
         super().__init__()
+        self.exact = bool(exact)
         if not members:
             raise ConfigError("StackedMLP needs at least one member")
         first = members[0]
@@ -113,7 +118,10 @@ class StackedMLP(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         last = len(self.weights) - 1
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            x = torch.matmul(x, w) + b if x.ndim != 3 else _StackedLinear.apply(x, w, b)
+            if x.ndim != 3:
+                x = torch.matmul(x, w) + b
+            else:
+                x = _StackedLinear.apply(x, w, b) if self.exact else torch.baddbmm(b, x, w)
             if i < last:
                 x = torch.relu(x)
         return x
@@ -209,7 +217,7 @@ def train_mlp_stack(x, t, x_val=None, t_val=None, *, seeds, width: int = 64, dep
             torch.manual_seed(s)
             members.append(MLP(k, width, depth, d_out))
     n_par = n_params(members[0])
-    stack = StackedMLP(members).to(device)
+    stack = StackedMLP(members, exact=True).to(device)
     del members
 
     def prep(a):
