@@ -103,25 +103,22 @@ def main(argv=None) -> None:
         (g,) = torch.autograd.grad(out.sum(), x)
         return g
 
-    def unit_grad(model, x, prob):
-        g = grad(model, x, prob)
+    def unit(g):
         return g / g.norm(dim=1, keepdim=True).clamp_min(1e-12)
-
-    def gnorm(model, x):
-        return grad(model, x, True).norm(dim=1, keepdim=True)
 
     print(f"\n{a.dataset}: mean |cos| of each target's unit gradient with the aux's unit "
           f"gradient and with the logistic c direction w_c (unit), the median size of its "
           f"probability's gradient along w_c, and the features of its largest mean |unit grad|")
     for seed, r in runs.items():
-        ga = unit_grad(r["aux"], r["x"], False)
+        ga = unit(grad(r["aux"], r["x"], False))
         w = r["w"] / r["w"].norm()
         groups = np.asarray(r["data"].feature_groups)
         for m in ("unfair",) + others:
-            g = unit_grad(r[m], r["x"], True)
+            raw = grad(r[m], r["x"], True)
+            g = unit(raw)
             cos_aux = (g * ga).sum(1).abs().mean().item()
             cos_lr = (g @ w).abs().mean().item()
-            along = (g * gnorm(r[m], r["x"])) @ w          # raw gradient along the LR(c) axis
+            along = raw @ w                        # the probability's gradient along w_c
             mag = g.abs().mean(0).numpy()
             per = {n: float(mag[groups == n].sum()) for n in dict.fromkeys(groups)}
             top = sorted(per.items(), key=lambda kv: -kv[1])[:5]

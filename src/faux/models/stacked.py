@@ -33,9 +33,9 @@ and the single matmul, and members differ by an ulp per step; over hundreds of s
 pre-activation within rounding of zero can amplify that (measured before these kernels on
 bench/aux_stack.py's data: 1-2 of 10 members 2e-4 - 8e-3 apart in weights). The validation
 loss that drives early stopping is summed in another order than Lightning's (equal to ~1e-7),
-so a stop could differ only at a near-tie. The exact kernels cost speed: ``bench/aux_stack.py
---threads 1 --reps 1 --epochs 4`` gave a speedup of 3.95 against 6.88 with a batched head and
-fused Adam (back to back on the loaded 2-core machine; docs/results.md).
+so a stop could differ only at a near-tie. The exact kernels cost speed: ``bench/aux_stack.py``
+gave 4.39 with them against 5.24 for the batched head and fused Adam (separate runs on the
+loaded 2-core machine; docs/results.md).
 """
 
 from __future__ import annotations
