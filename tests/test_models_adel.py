@@ -213,3 +213,32 @@ def test_hidden_pairing_is_scale_free_and_zero_when_h_ignores_the_edit():
     assert float(_pair_penalty(net, x, [(3, 4)], "hidden").detach()) == 0.0
     with pytest.raises(ConfigError, match="pair_on"):
         train_adel(x, c, c, pair=1.0, pair_on="output", max_epochs=1)
+
+
+def test_mmd_is_near_zero_for_one_distribution_large_for_two_and_scale_free():
+    from faux.models.adel import mmd2
+
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(300, 6, generator=g), torch.randn(300, 6, generator=g)
+    shifted = b.clone()
+    shifted[:, 0] += 1.0
+    same, apart = float(mmd2(a, b)), float(mmd2(a, shifted))
+    assert abs(same) < 0.01 and apart > 0.05 and apart > 20 * abs(same)
+    # standardised by the pooled sample: shrinking h does not hide the difference
+    assert float(mmd2(1e-3 * a, 1e-3 * shifted)) == pytest.approx(apart, rel=1e-3)
+    # a difference only in spread (same means) is seen too: not a linear correlation
+    assert float(mmd2(a, 2.5 * b)) > 0.1
+    # too few rows in a group: no term
+    assert float(mmd2(a[:1], b)) == 0.0
+    h = a.clone().requires_grad_(True)
+    mmd2(h, shifted).backward()
+    assert torch.isfinite(h.grad).all() and h.grad.abs().sum() > 0
+
+
+def test_mmd_needs_one_binary_s():
+    x, y, c = _toy(200, 0)
+    kw = dict(width=8, depth=1, max_epochs=1, patience=None, accelerator="cpu")
+    with pytest.raises(ConfigError, match="mmd"):
+        train_adel(x, y, torch.stack([c, 1 - c], 1), mmd=1.0, **kw)
+    with pytest.raises(ConfigError, match="mmd"):
+        train_adel(x, y, c, mmd=-1.0, **kw)

@@ -181,3 +181,16 @@ def test_method_config_reaches_the_tests():
     x, c = torch.randn(50, 3), (torch.rand(50) > 0.5).long()
     fitted = m.fit(TrainData(x, c), seed=10)
     assert fitted.model.steps == 3
+
+
+def test_the_registry_and_aggregation_load_without_torch():
+    """Aggregation reads the method list through the registry; importing torch there cost
+    ~4.5 s of every `make table1` rerun (docs/results.md, "Speed of Table 1")."""
+    import subprocess
+    import sys
+
+    code = ("import sys, faux.methods.registry as r, faux.aggregate; r.names(); "
+            "print('torch' in sys.modules, 'pytorch_lightning' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "False"]

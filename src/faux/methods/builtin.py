@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-
-import torch
+from typing import TYPE_CHECKING
 
 from faux.methods.protocol import Base, Batch, MethodConfig, TrainData
+
+if TYPE_CHECKING:       # torch is imported where a method runs, not when the registry loads
+    import torch
 
 
 class Gradient(Base):
@@ -105,6 +107,8 @@ class Flip(Base):
 
     def report(self, x0, **options) -> torch.Tensor:
         """``|mean(x0 - G(x0))|`` (eq. 39) over rows of group c = 0."""
+        import torch
+
         from faux.methods.transparency import fliptest_report
 
         x0 = torch.as_tensor(x0)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import torch
-from torch import nn
+if TYPE_CHECKING:       # annotations only: the registry (and so aggregation) imports no torch
+    import torch
+    from torch import nn
 
 #: what a fairness test may need from a study
 NEEDS = ("target", "aux", "train", "gan", "dxdc")

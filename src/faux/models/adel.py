@@ -167,6 +167,30 @@ def swap_columns(x: torch.Tensor, edits) -> tuple[torch.Tensor, torch.Tensor]:
 PAIR_ON = ("logit", "hidden", "both")
 
 
+def mmd2(h0: torch.Tensor, h1: torch.Tensor, scales=(0.25, 1.0, 4.0)) -> torch.Tensor:
+    """Squared maximum mean discrepancy between two samples of hidden layers (unbiased U-statistic:
+    the within-sample means leave out the diagonal, so equal distributions score ~0, maybe < 0).
+
+    Both samples are standardised per unit by their pooled mean and std (so shrinking h does
+    not lower it), and compared under a sum of Gaussian kernels ``exp(-d^2 / (k m))`` for k in
+    ``scales``, m the median squared pairwise distance of the pooled sample (detached). With a
+    characteristic kernel it is 0 exactly when the two distributions are equal, i.e. when no
+    probe, linear or not, can tell the groups apart (Gretton et al. 2012; the penalty of
+    Louizos et al.'s variational fair autoencoder). 0 when a sample has fewer than 2 rows.
+    """
+    if h0.shape[0] < 2 or h1.shape[0] < 2:
+        return h0.new_zeros(())
+    z = torch.cat([h0, h1])
+    z = (z - z.mean(0)) / (z.std(0, unbiased=False) + 1e-6)
+    d2 = torch.cdist(z, z).pow(2)
+    med = d2.detach().median().clamp_min(1e-6)
+    k = sum(torch.exp(-d2 / (s * med)) for s in scales)
+    n0, n1 = h0.shape[0], h1.shape[0]
+    k00 = (k[:n0, :n0].sum() - k[:n0, :n0].diagonal().sum()) / (n0 * (n0 - 1))
+    k11 = (k[n0:, n0:].sum() - k[n0:, n0:].diagonal().sum()) / (n1 * (n1 - 1))
+    return k00 + k11 - 2 * k[:n0, n0:].mean()
+
+
 def _pair_penalty(net: nn.Module, x: torch.Tensor, edits, on: str = "logit",
                   h: torch.Tensor | None = None) -> torch.Tensor:
     """How much the declared edits move the model, over the edited rows of ``x`` (0 when the
@@ -203,7 +227,8 @@ class AdelModule(TabularModule):
                  alpha_min: float = 0.0, s_rate: torch.Tensor | None = None,
                  adv_lr: float | None = None, seed: int = 0, decor: float = 0.0,
                  decor_momentum: float = 0.0, pair: float = 0.0,
-                 pair_edits: tuple = (), pair_on: str = "logit"):
+                 pair_edits: tuple = (), pair_on: str = "logit", mmd: float = 0.0,
+                 mmd_rows: int = 64, mmd_pool: tuple | None = None):
         super().__init__(lr=lr)
         self.model = model
         self.h_s = float(h_s)
@@ -225,12 +250,40 @@ class AdelModule(TabularModule):
         self.pair = float(pair)
         self.pair_on = str(pair_on)
         self.pair_edits = tuple((int(a), int(b)) for a, b in pair_edits)
+        self.mmd = float(mmd)
+        self.mmd_rows = int(mmd_rows)
+        # the training rows of each group of s, for the balanced draws of the MMD term (plain
+        # attributes, not buffers: the best-epoch restore copies the state dict)
+        self._groups = None
+        if self.mmd > 0:
+            x_pool, s_pool = mmd_pool
+            s_pool = s_pool.reshape(s_pool.shape[0], -1)[:, 0]
+            self._groups = [x_pool[s_pool == 0], x_pool[s_pool == 1]]
+            self._mmd_gen = torch.Generator().manual_seed(int(seed) * 7919 + 17)
         self.register_buffer("s_rate", torch.as_tensor(
             s_rate if s_rate is not None else 0.5, dtype=torch.float32).reshape(-1))
         self.register_buffer("corr_ema", torch.zeros(model.net.width, self.s_rate.numel()))
 
     def forward(self, x):
         return self.model(x)
+
+    def on_fit_start(self):
+        if self._groups is not None:
+            self._groups = [g.to(self.device) for g in self._groups]
+
+    def _mmd_penalty(self, h, s):
+        """MMD^2 between the hidden layers of the two groups of s (see :func:`mmd2`). In
+        training: ``mmd_rows`` rows of each group drawn from the training set (seeded, with
+        replacement), so that a rare group (Bank: 2.8 %) is not a handful of rows; in
+        validation: the batch's own groups (validation batches hold 4,096 rows)."""
+        if self.training:
+            hs = []
+            for g in self._groups:
+                idx = torch.randint(g.shape[0], (self.mmd_rows,), generator=self._mmd_gen)
+                hs.append(self.model.hidden(g[idx.to(g.device)]))
+            return mmd2(*hs)
+        s0 = s.reshape(s.shape[0], -1)[:, 0]
+        return mmd2(h[s0 == 0], h[s0 == 1])
 
     def configure_optimizers(self):
         return (torch.optim.Adam(self.model.net.parameters(), lr=self.lr),
@@ -308,6 +361,8 @@ class AdelModule(TabularModule):
         gain = self._adv_gain(h, s)
         if self.decor > 0:
             gain = gain + self.decor * self._decor_penalty(h, s)
+        if self.mmd > 0:
+            gain = gain + self.mmd * self._mmd_penalty(h, s)
         return l_y, gain
 
     def _decor_penalty(self, h, s):
@@ -355,7 +410,8 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                interleave: bool = True, pred_loss: str = "bce", reinit: bool = False,
                adv_steps: int = 1, alpha_min: float = 0.0, adv_lr: float | None = None,
                adv_norm: bool = False, decor: float = 0.0, decor_momentum: float = 0.0,
-               pair: float = 0.0, pair_edits=(), pair_on: str = "logit", seed: int = 0,
+               pair: float = 0.0, pair_edits=(), pair_on: str = "logit", mmd: float = 0.0,
+               mmd_rows: int = 64, seed: int = 0,
                max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
                lr: float = 1e-3, accelerator: str = "auto") -> tuple[AdelNet, dict]:
     """Train a classifier of ``y`` whose last hidden layer hides ``s`` (Adel et al. 2019).
@@ -390,6 +446,12 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                           f"pair_on in {PAIR_ON}; got {pair}, {pair_on!r}")
     d_out = 1 if y.ndim == 1 else y.shape[1]
     d_adv = 1 if s.ndim == 1 else s.shape[1]
+    if not mmd >= 0 or int(mmd_rows) < 2:
+        raise ConfigError(f"need mmd >= 0 (the weight of the MMD term) and mmd_rows >= 2; got "
+                          f"{mmd}, {mmd_rows}")
+    if mmd > 0 and (d_adv != 1 or s.min() == s.max()):
+        raise ConfigError("the MMD term compares the two groups of a single binary s; s has "
+                          f"{d_adv} columns or one group only: set mmd=0")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
         model = AdelNet(x.shape[1], width, depth, d_out, d_adv, adv_width, adv_depth,
@@ -399,7 +461,8 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                         alpha_min=alpha_min, s_rate=s.reshape(s.shape[0], -1).mean(0),
                         adv_lr=adv_lr, seed=seed, decor=decor,
                         decor_momentum=decor_momentum, pair=pair,
-                        pair_edits=_check_edits(pair_edits, x.shape[1]), pair_on=pair_on)
+                        pair_edits=_check_edits(pair_edits, x.shape[1]), pair_on=pair_on,
+                        mmd=mmd, mmd_rows=mmd_rows, mmd_pool=(x, s) if mmd > 0 else None)
     warm = (math.ceil(math.log(alpha / max(alpha_min, 1.0)) / -math.log(alpha_decay))
             if alpha > max(alpha_min, 1.0) and alpha_decay < 1 else 0)
     start = time.perf_counter()
@@ -464,6 +527,8 @@ class AdelSpec:
     decor_momentum: float = 0.95
     pair: float = 1.0
     pair_on: str = "both"
+    mmd: float = 0.0
+    mmd_rows: int = 64
     max_epochs: int = 100
     patience: int | None = 10
     batch_size: int = 64
