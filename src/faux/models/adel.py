@@ -527,7 +527,7 @@ class AdelSpec:
     decor_momentum: float = 0.95
     pair: float = 1.0
     pair_on: str = "both"
-    mmd: float = 0.0
+    mmd: float = 30.0
     mmd_rows: int = 64
     max_epochs: int = 100
     patience: int | None = 10
