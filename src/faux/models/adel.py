@@ -50,7 +50,7 @@ Training (manual optimisation in Lightning, two Adam optimisers at lr 1e-3, batc
     training set per step). The adversary and the decorrelation each see one function of h;
     at the paper's sizes a fresh MLP probe still read sex at 0.78 with both beaten. MMD with
     a Gaussian kernel is 0 only when the groups' hidden layers are equally distributed
-    (round 8 of decisions_fair.md: Adult 0.78 -> 0.59, Bank 0.67 -> 0.54);
+    (round 8 of decisions_fair.md, paper sizes, seed 0: Adult 0.78 -> 0.59, Bank 0.67 -> 0.51);
 
   options, off by default:
 
