@@ -35,7 +35,7 @@ import pandas as pd
 GUARDS = {"pred_loss": "bce", "flip": True, "cap": True, "interleave": True, "reinit": False,
           "adv_steps": 1, "adv_width": 32, "adv_depth": 1, "alpha_min": 0.0, "adv_norm": False,
           "decor": 0.0, "alpha_decay": 0.9, "decor_momentum": 0.0, "pair": 0.0,
-          "pair_on": "logit"}
+          "pair_on": "logit", "mmd": 0.0}
 RECIPES: dict[str, dict] = {
     "default": {},
     # the guards of the first implementation (flip, cap, interleave), adversary kept
@@ -74,6 +74,10 @@ RECIPES: dict[str, dict] = {
                          "pair_on": "both"},
     "norm_decor_smooth_bpair": {"adv_norm": True, "decor": 1.0, "alpha_min": 1.0,
                                 "decor_momentum": 0.95, "pair": 1.0, "pair_on": "both"},
+    # ... plus the MMD term between the groups' hidden layers (round 8; = default now)
+    "norm_decor_smooth_bpair_mmd": {"adv_norm": True, "decor": 1.0, "alpha_min": 1.0,
+                                    "decor_momentum": 0.95, "pair": 1.0, "pair_on": "both",
+                                    "mmd": 30.0},
     "guards_norm_decor_s3": {"reinit": True, "adv_norm": True, "decor": 1.0, "adv_steps": 3},
     # ... with the adversary reading the batch-standardised hidden layer (adv_norm)
     "prior_norm": {"pred_loss": "prior", "interleave": True, "reinit": True, "adv_steps": 1,
