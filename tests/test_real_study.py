@@ -475,3 +475,21 @@ def test_quick_profile_caps_the_adel_models_past_their_warm_up():
     assert s.study.max_epochs == 30
     assert s.study.adel_max_epochs >= warm + s.study.patience + 10
     assert fair.pair > 0 and fair.decor_momentum > 0        # the recipe of decisions_fair.md
+
+
+@pytest.mark.parametrize("profile,mmd", [("quick", 3.0), ("paper", 30.0)])
+def test_the_fair_models_mmd_weight_follows_the_profile_and_the_aux_has_none(profile, mmd):
+    """Round 8 of docs/decisions_fair.md: 30 at the paper's sizes, 3 on the quick profile's
+    8,000 rows (30 cost Adult 6 points of accuracy there)."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    import faux.run  # noqa: F401  (resolvers)
+    from faux.models.adel import AdelSpec
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["experiment=real", f"profile={profile}",
+                                           "data=bank", "paths.output_dir=."])
+    s = real_study.Settings.from_config(OmegaConf.to_container(cfg, resolve=True))
+    assert s.specs.fair.mmd == mmd and s.specs.aux.mmd == 0.0
+    assert AdelSpec().mmd == 30.0          # the library default is the paper's
