@@ -245,12 +245,12 @@ def test_mmd_needs_one_binary_s():
 
 
 def test_mmd_term_hides_c_from_a_fresh_probe():
-    """The guards alone leave c readable on the toy: fresh probe accuracy 0.623 (seed 0; 0.668
-    seed 1) with y accuracy 0.676; with the MMD term 0.560 (0.547) and 0.717 (one thread;
-    the same training with mmd=0.0 gives the first numbers)."""
-    x, y, c = _toy(2000, 0)
-    xv, yv, cv = _toy(1000, 1)
-    fair, info = train_adel(x, y, c, xv, yv, cv, width=32, depth=2, max_epochs=40, patience=5,
-                            seed=0, alpha_decay=0.85, mmd=10.0, accelerator="cpu")
-    assert _probe(fair.net, x, c, xv, cv) < 0.59
+    """The guards alone leave c readable on a small toy: fresh probe accuracy 0.812 with y
+    accuracy 0.768 (seed 1; seed 0: 0.632, 0.630); with the MMD term 0.556 and 0.722 (seed 0:
+    0.570, 0.724). One thread; the same training with mmd=0.0 gives the first numbers."""
+    x, y, c = _toy(1000, 0)
+    xv, yv, cv = _toy(500, 1)
+    fair, info = train_adel(x, y, c, xv, yv, cv, width=32, depth=2, max_epochs=30, patience=5,
+                            seed=1, alpha_decay=0.85, mmd=10.0, accelerator="cpu")
+    assert _probe(fair.net, x, c, xv, cv) < 0.65
     assert info["accuracy"] > 0.65
