@@ -30,12 +30,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-#: named Adel recipes: AdelSpec field overrides (``default`` is AdelSpec() itself)
-#: the first implementation's recipe, the base every named recipe overrides
-GUARDS = {"pred_loss": "bce", "flip": True, "cap": True, "interleave": True, "reinit": False,
-          "adv_steps": 1, "adv_width": 32, "adv_depth": 1, "alpha_min": 0.0, "adv_norm": False,
-          "decor": 0.0, "alpha_decay": 0.9, "decor_momentum": 0.0, "pair": 0.0,
-          "pair_on": "logit", "mmd": 0.0}
+from faux.models.adel import GUARDS
+
+#: named Adel recipes: AdelSpec field overrides of ``GUARDS`` (faux.models.adel: the first
+#: implementation's recipe); ``default`` is AdelSpec() itself
 RECIPES: dict[str, dict] = {
     "default": {},
     # the guards of the first implementation (flip, cap, interleave), adversary kept
@@ -138,14 +136,16 @@ def main(argv=None) -> int:
                     help="also run the check with the probes trained on this many of the "
                          "training rows (seeded draw): does the probe or the model move it?")
     ap.add_argument("--toy", action="store_true",
-                    help="instead: tests/test_models_adel.py's toy (2,000 rows) and its probe "
-                         "(c accuracy of a fresh MLP on the hidden layer) per recipe")
+                    help="instead: tests/test_models_adel.py's toy and its probe (c accuracy of "
+                         "a fresh MLP on the hidden layer) per recipe and seed (--seeds)")
+    ap.add_argument("--toy-rows", type=int, default=2000)
+    ap.add_argument("--toy-epochs", type=int, default=40)
     ap.add_argument("--reference", action="store_true",
                     help="instead: the accuracy of a c-independent score built from a logistic "
                          "regression (per-group quantiles; uses c, a reference, not a model)")
     a = ap.parse_args(argv)
     if a.toy:
-        return toy(a.recipes)
+        return toy(a.recipes, a.toy_rows, a.toy_epochs, [int(v) for v in a.seeds.split(",")])
     if a.reference:
         for name in a.datasets.split(","):
             for seed in (int(s) for s in a.seeds.split(",")):
@@ -243,21 +243,26 @@ def reference(name: str, seed: int) -> dict:
                                               for t in np.linspace(0, 1, 201))}
 
 
-def toy(recipes: str) -> int:
-    """The toy of tests/test_models_adel.py: fresh-probe c accuracy and y accuracy per recipe."""
+def toy(recipes: str, rows: int = 2000, epochs: int = 40, seeds=(0,)) -> int:
+    """The toy of tests/test_models_adel.py (``rows`` training rows, half as many validation
+    rows, width 32, alpha decay 0.85 unless the recipe sets it): fresh-probe c accuracy and y
+    accuracy per recipe and seed."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from faux.models.adel import train_adel
     from test_models_adel import _probe, _toy
 
-    x, y, c = _toy(2000, 0)
-    xv, yv, cv = _toy(1000, 1)
-    kw = dict(width=32, depth=2, max_epochs=40, patience=5, seed=0, accelerator="cpu")
+    x, y, c = _toy(rows, 0)
+    xv, yv, cv = _toy(rows // 2, 1)
     for label, over in (parse_recipe(r) for r in recipes.split(",")):
-        fair, info = train_adel(x, y, c, xv, yv, cv, **{"alpha_decay": 0.85, **over}, **kw)
-        print(f"toy {label}: probe c accuracy {_probe(fair.net, x, c, xv, cv):.3f}, "
-              f"y accuracy {info['accuracy']:.3f}, best epoch {info['best_epoch']}", flush=True)
+        for seed in seeds:
+            kw = dict(width=32, depth=2, max_epochs=epochs, patience=5, seed=seed,
+                      accelerator="cpu")
+            fair, info = train_adel(x, y, c, xv, yv, cv, **{"alpha_decay": 0.85, **over}, **kw)
+            print(f"toy {label} seed {seed}: probe c accuracy "
+                  f"{_probe(fair.net, x, c, xv, cv):.3f}, y accuracy {info['accuracy']:.3f}, "
+                  f"best epoch {info['best_epoch']}", flush=True)
     return 0
 
 

@@ -493,3 +493,9 @@ def test_the_fair_models_mmd_weight_follows_the_profile_and_the_aux_has_none(pro
     s = real_study.Settings.from_config(OmegaConf.to_container(cfg, resolve=True))
     assert s.specs.fair.mmd == mmd and s.specs.aux.mmd == 0.0
     assert AdelSpec().mmd == 30.0          # the library default is the paper's
+    # without Hydra (run_real's defaults) the same two recipes, up to the profile's epochs
+    d = real_study.default_specs()
+    sizes = {"max_epochs": s.specs.fair.max_epochs, "patience": s.specs.fair.patience}
+    assert replace(d.aux, **sizes) == s.specs.aux
+    if profile == "paper":
+        assert replace(d.fair, **sizes) == s.specs.fair

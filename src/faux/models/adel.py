@@ -501,6 +501,15 @@ def _check_edits(edits, d: int) -> tuple:
     return tuple(out)
 
 
+#: the first implementation's recipe (the guards flip, cap, interleave; adversary kept; no
+#: decorrelation, pairing or MMD) as ``AdelSpec`` fields: the real-data aux's recipe
+#: (conf/model/aux/adel.yaml) and the base of scripts/fair_recipes.py's named recipes
+GUARDS = {"pred_loss": "bce", "flip": True, "cap": True, "interleave": True, "reinit": False,
+          "adv_steps": 1, "adv_width": 32, "adv_depth": 1, "alpha_min": 0.0, "adv_norm": False,
+          "decor": 0.0, "alpha_decay": 0.9, "decor_momentum": 0.0, "pair": 0.0,
+          "pair_on": "logit", "mmd": 0.0}
+
+
 @dataclass(frozen=True)
 class AdelSpec:
     """Hyper-parameters of ``train_adel`` (Hydra ``_target_`` of conf/model/{fair,aux}/adel).

@@ -225,14 +225,12 @@ class ModelSpecs:
 
 
 def default_specs() -> ModelSpecs:
-    from faux.models.adel import AdelSpec
+    from faux.models.adel import GUARDS, AdelSpec
     from faux.models.mlp import MLPSpec
     from faux.models.wgan import GANSpec
 
     # the aux of conf/model/aux/adel.yaml: the guards alone (the fair recipe collapsed it)
-    aux = AdelSpec(alpha_min=0.0, adv_norm=False, decor=0.0, decor_momentum=0.0, pair=0.0,
-                   pair_on="logit", mmd=0.0)
-    return ModelSpecs(MLPSpec(), AdelSpec(), aux, GANSpec())
+    return ModelSpecs(MLPSpec(), AdelSpec(), AdelSpec(**GUARDS), GANSpec())
 
 
 def _is_adel(spec) -> bool:
