@@ -166,17 +166,32 @@ def test_same_cell_in_two_folders_uses_the_newer_and_says_so(tmp_path, capsys):
     assert len(s.notes) == 1 and str(old) in s.notes[0]
 
 
-def test_real_hydra_jobs_pass_the_config_check(tmp_path):
+def test_real_hydra_jobs_pass_the_config_check(tmp_path, monkeypatch):
     """Folders written by faux.run itself: the stored hash matches .hydra/config.yaml, the
-    grid from multirun.yaml is the jobs launched."""
+    grid from multirun.yaml is the jobs launched. Each job records the hash of its
+    config.yaml in the cache, equal to what resolving the file gives, so the aggregation of
+    a fresh sweep resolves no config; an edited config.yaml is still resolved and caught."""
     import os
 
+    from faux.reports import sweep as sw
+
+    monkeypatch.setenv("FAUX_CACHE_DIR", str(tmp_path / "cache"))
     sweep = tmp_path / "sweep"
     r = subprocess.run([sys.executable, "-m", "faux.run", "-m", "data=backache,wdbc",
                         f"hydra.sweep.dir={sweep}"], cwd=ROOT, capture_output=True, text=True,
                        timeout=300, env={**os.environ, "FAUX_PROGRESS": "off"})
     assert r.returncode == 0, r.stderr
+    recorded = sorted((tmp_path / "cache" / "config_hash").glob("*"))
+    assert len([p for p in recorded if not p.name.startswith(".")]) == 2
+    for job in (d for d in sweep.iterdir() if (d / "result.json").is_file()):
+        res = json.loads((job / "result.json").read_text())
+        assert sw._config_hash_of(job / ".hydra" / "config.yaml",
+                                  res.get("data_sha256")) == res["config_hash"]
+    calls = []
+    real = sw._config_hash_of
+    monkeypatch.setattr(sw, "_config_hash_of", lambda p, d: calls.append(p) or real(p, d))
     s = read_sweep(sweep)
+    assert calls == []               # every hash recorded by its job
     assert len(s.results) == 2 and not s.unfinished and not s.never_started
     assert sorted(j[0] for j in expected_jobs(sweep)) == ["data=backache", "data=wdbc"]
     (one,) = [Path(x["_dir"]) for x in s.results if x["metrics"]["dataset"] == "wdbc"]
@@ -184,6 +199,7 @@ def test_real_hydra_jobs_pass_the_config_check(tmp_path):
     cfg["seed"] = 7
     (one / ".hydra" / "config.yaml").write_text(yaml.safe_dump(cfg))
     assert "another config" in check_result(one)[1]
+    assert calls == [one / ".hydra" / "config.yaml"]
 
 
 def test_stored_config_hash_is_memoised_by_the_config_bytes(tmp_path, monkeypatch):

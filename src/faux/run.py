@@ -280,6 +280,9 @@ def execute(cfg: DictConfig) -> dict:
     plain = plain_config(cfg)
     data = data_sha256(plain)
     chash = config_hash(plain, data)
+    from faux.reports.sweep import remember_config_hash
+
+    remember_config_hash(out_dir, data, chash, (plain.get("paths") or {}).get("cache_dir"))
     done = finished(out_dir, chash)
     if done is not None:
         log.info("job already finished (config %s) in %s: skipped", chash, out_dir)
