@@ -453,3 +453,44 @@ def test_combiners_accept_precomputed_gradients():
                                torch.tensor([0.5, 0.0], dtype=torch.float64), rtol=1e-10, atol=0)
     torch.testing.assert_close(ng_from_gradients(g_t, g_a, ng="sample"),
                                torch.tensor([1.0, 0.0], dtype=torch.float64))
+
+
+# ------------------------------------------------------------------ target part memoised
+
+
+class Counting(nn.Module):
+    """Counts the rows it is called on (IG calls it on every path point)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.rows = model, 0
+
+    def forward(self, x):
+        self.rows += x.shape[0]
+        return self.model(x)
+
+
+@pytest.mark.parametrize("method", ["fta", "faux", "faux_ng", "faux_ig"])
+def test_target_memo_computes_the_target_once_and_changes_no_score(xw, method):
+    """A cell scores one target with one aux per seed: with ``target_memo`` the target's part
+    (gradients, or IG attributions) is computed once, and every score equals, bit for bit,
+    the score of a separate call (the cores work in place on copies, not on the memo)."""
+    from faux.methods.gradients import score
+
+    x, _, _ = xw
+    target = Counting(mlp(seed=3))
+    auxes = [mlp(k=1 if i else 2, seed=10 + i) for i in range(3)]
+    opts = {"ig_steps": 8} if method == "faux_ig" else {}
+    alone = [score(method, target, a, x, **opts) for a in auxes]
+    rows_alone = target.rows
+    target.rows, memo = 0, {}
+    shared = [score(method, target, a, x, target_memo=memo, **opts) for a in auxes]
+    assert target.rows == rows_alone // 3                 # the target ran for the first only
+    for s0, s1 in zip(alone, shared):
+        assert torch.equal(s0, s1)
+    x2 = x.clone()                                        # another tensor: computed anew
+    score(method, target, auxes[0], x2, target_memo=memo, **opts)
+    assert target.rows == 2 * rows_alone // 3
+    if method == "faux_ig":                               # other IG settings: anew
+        score(method, target, auxes[0], x, target_memo=memo, ig_steps=4)
+        assert target.rows == 2 * rows_alone // 3 + rows_alone // 3 // 8 * 4

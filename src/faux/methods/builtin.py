@@ -20,6 +20,9 @@ class Gradient(Base):
     def __init__(self, name: str, config: MethodConfig):
         super().__init__(name, config)
         self.aux = None
+        # shared by the per-seed copies fit() makes: the target's gradients (or IG
+        # attributions) on a batch are computed for the first seed and reused by the others
+        self._target_memo: dict = {}
 
     def fit(self, data: TrainData, seed: int) -> Gradient:
         out = copy.copy(self)
@@ -32,7 +35,8 @@ class Gradient(Base):
     def score(self, target, batch: Batch, **options) -> torch.Tensor:
         from faux.methods.gradients import score
 
-        return score(self.name, target, self.aux, batch.x, **{**self.config.options, **options})
+        return score(self.name, target, self.aux, batch.x, target_memo=self._target_memo,
+                     **{**self.config.options, **options})
 
     def report(self, x0, **options) -> torch.Tensor:
         """Transparency report (eq. 40) from the aux model (see ``transparency.faux_report``)."""

@@ -274,8 +274,32 @@ def _resolve_options(method: str, options: dict) -> dict:
     return o
 
 
-def score(method: str, target: nn.Module, aux: nn.Module | None, x: torch.Tensor,
-          **options) -> torch.Tensor:
+def _memo_target(memo: dict | None, target: nn.Module, x: torch.Tensor, o: dict, ig: bool,
+                 compute) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``compute()`` (the target's factored gradients), or a copy of a stored result for the
+    same target object, the same ``x`` tensor (unchanged since: its version counter) and the
+    options the target part reads."""
+    if memo is None:
+        return compute()
+    opts = ("ig", o["output"], o["ig_steps"], o["ig_method"], _baseline_key(o["ig_baseline"]),
+            o["batch_size"]) if ig else ("grad", o["output"], o["batch_size"])
+    key = (id(target), id(x), x._version, opts)
+    hit = memo.get(key)
+    if hit is None or hit[0] is not target or hit[1] is not x:
+        g, w = compute()
+        memo[key] = hit = (target, x, g, w)   # the objects kept alive: their ids stay theirs
+    g, w = hit[2], hit[3]
+    return g.clone(), (None if w is None else w.clone())
+
+
+def _baseline_key(baseline):
+    if isinstance(baseline, torch.Tensor):
+        return ("tensor", id(baseline), baseline._version)
+    return baseline
+
+
+def score(method: str, target: nn.Module, aux: nn.Module | None, x: torch.Tensor, *,
+          target_memo: dict | None = None, **options) -> torch.Tensor:
     """Per-individual unfairness scores of ``target``, shape ``(n,)``, dtype/device of ``x``.
 
     Methods: ``fta`` (p-norm of grad f_tar; ``aux`` unused, may be None), ``faux`` (eq. 9),
@@ -286,6 +310,11 @@ def score(method: str, target: nn.Module, aux: nn.Module | None, x: torch.Tensor
     faux_ng), ``ig_steps`` (50), ``ig_baseline`` ("zeros"|"mean"|tensor (d,)/(n, d)),
     ``ig_method`` ("midpoint"|"trapezoid"|"gausslegendre"), ``eps`` (1e-12, relative eigenvalue
     cut-off of the pseudo-inverse for k > 1 aux outputs), ``batch_size`` (rows per chunk, 65536).
+
+    ``target_memo``: a dict the caller keeps across calls that score the same ``target`` on the
+    same ``x`` with several aux models (one per seed): the target's gradients or IG
+    attributions are computed once and reused (copies: the cores work in place), with results
+    bit for bit those of separate calls.
 
     Raises ConfigError for an unknown method/option, DataError for bad ``x``, FauxError for a
     model on another device/dtype/width, non-finite outputs or gradients, or an aux whose
@@ -302,17 +331,20 @@ def score(method: str, target: nn.Module, aux: nn.Module | None, x: torch.Tensor
     w_t = w_a = None
     with scoring_mode(target, aux if method != "fta" else None):
         if method == "faux_ig":
-            g_t, _ = ig_attributions(target, x, o["ig_baseline"], o["ig_steps"], o["output"],
-                                     o["ig_method"], b, "target")
-            g_t, w_t = _row_factor(_target_single(g_t))
+            g_t, w_t = _memo_target(target_memo, target, x, o, True, lambda: _row_factor(
+                _target_single(ig_attributions(target, x, o["ig_baseline"], o["ig_steps"],
+                                               o["output"], o["ig_method"], b, "target")[0])))
             g_a, any_grad = ig_attributions(aux, x, o["ig_baseline"], o["ig_steps"],
                                             o["aux_output"], o["ig_method"], b, "aux")
             if not any_grad:
                 check_aux_not_constant(torch.zeros(1))
             g_a, w_a = _row_factor(g_a)
         else:
-            g_t, w_t = input_grads(target, x, o["output"], b, "target")
-            g_t, w_t = _target_single(g_t), (None if w_t is None else w_t[:, 0])
+            def target_grads():
+                g, w = input_grads(target, x, o["output"], b, "target")
+                return _target_single(g), (None if w is None else w[:, 0])
+
+            g_t, w_t = _memo_target(target_memo, target, x, o, False, target_grads)
             if method != "fta":
                 g_a, w_a = input_grads(aux, x, o["aux_output"], b, "aux")
                 check_aux_not_constant(g_a, w_a)
