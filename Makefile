@@ -22,6 +22,9 @@ ifeq ($(strip $(FAUX_DATA_DIR)),)
 endif
 export FAUX_DATA_DIR
 export OMP_NUM_THREADS ?= 1
+# pytest-xdist workers for `make test` (tests run torch on one thread: two workers use both
+# cores of the 2-core CI machine; each test file stays on one worker)
+PYTEST_WORKERS ?= 2
 export PYTHONWARNINGS ?= ignore::DeprecationWarning
 
 .PHONY: help install test test-full lint bench clean fig8 table1 real fig4 table3 table4 fig5 fig11 readings all wandb-sync
@@ -37,8 +40,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## create .venv and install faux with its pinned dependencies (no-op when done)
 
-test: install ## run the fast test suite (pytest -m "not slow")
-	$(PY) -m pytest -m "not slow" -q
+test: install ## run the fast test suite (pytest -m "not slow", PYTEST_WORKERS processes)
+	$(PY) -m pytest -m "not slow" -q -n $(PYTEST_WORKERS) --dist loadfile
 
 test-full: install ## run every test, the slow sweeps included
 	$(PY) -m pytest -q

@@ -237,6 +237,34 @@ def write_json_atomic(path: Path, obj: dict) -> None:
         os.close(fd)
 
 
+def config_yaml_key(path: Path, data_sha256: str | None) -> dict:
+    """The cache key of a job folder's config hash: the bytes of its ``.hydra/config.yaml``,
+    the data checksum, the faux code (read by ``faux.reports.sweep.stored_config_hash``)."""
+    import hashlib
+
+    from faux.cache import package_version
+
+    return {"config_yaml": hashlib.sha256(Path(path).read_bytes()).hexdigest(),
+            "data": data_sha256, "code": package_version()}
+
+
+def remember_config_hash(out_dir: Path, data_sha256: str | None, chash: str,
+                         cache_dir=None) -> bool:
+    """Record the hash this job computed for the ``.hydra/config.yaml`` Hydra wrote for it, so
+    that the aggregation need not resolve the file again (``stored_config_hash`` reads the
+    entry). Called once the result is written, so a config refused before training leaves
+    the cache untouched; a config.yaml edited later has other bytes and is resolved afresh.
+    False (nothing written) for a job run without Hydra's wrapper (no such file)."""
+    path = Path(out_dir) / ".hydra" / "config.yaml"
+    if not path.is_file():
+        return False
+    from faux.cache import Cache, json_dumps, json_loads
+
+    Cache(cache_dir).get_or_build("config_hash", config_yaml_key(path, data_sha256),
+                                  lambda: chash, dumps=json_dumps, loads=json_loads)
+    return True
+
+
 def mark_stale(out_dir: Path) -> Path | None:
     """Rename a previous ``result.json`` to ``result.stale.json`` (a rerun is starting)."""
     old = out_dir / "result.json"
@@ -280,9 +308,6 @@ def execute(cfg: DictConfig) -> dict:
     plain = plain_config(cfg)
     data = data_sha256(plain)
     chash = config_hash(plain, data)
-    from faux.reports.sweep import remember_config_hash
-
-    remember_config_hash(out_dir, data, chash, (plain.get("paths") or {}).get("cache_dir"))
     done = finished(out_dir, chash)
     if done is not None:
         log.info("job already finished (config %s) in %s: skipped", chash, out_dir)
@@ -308,6 +333,7 @@ def execute(cfg: DictConfig) -> dict:
         reused = str(cache.path("results", key)) if cache.builds == 0 else None
         result = {**result, "config": plain, **({"reused_from": reused} if reused else {})}
     write_json_atomic(out_dir / "result.json", result)
+    remember_config_hash(out_dir, data, chash, (plain.get("paths") or {}).get("cache_dir"))
     if reused:
         log.info("same job (config %s, same code) already computed: result reused from %s",
                  chash, reused)

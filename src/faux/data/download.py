@@ -64,7 +64,7 @@ def verify_file(path: str | os.PathLike, sha256: str) -> Path:
     path = Path(path)
     got = sha256_of(path)
     if got != sha256.lower():
-        raise ChecksumError(f"{path} has sha256 {got[:16]}…, expected {sha256[:16]}…; replace it "
+        raise ChecksumError(f"sha256 mismatch: {path} has sha256 {got[:16]}…, expected {sha256[:16]}…; replace it "
                             f"with a good copy (or delete it to re-download)")
     return path
 
@@ -112,7 +112,7 @@ def download_verified(url: str, dest: str | os.PathLike, sha256: str | None, *,
     got = h.hexdigest()
     if sha256 is not None and got != sha256.lower():
         part.unlink(missing_ok=True)
-        raise ChecksumError(f"download of {url} has sha256 {got[:16]}…, expected "
+        raise ChecksumError(f"sha256 mismatch: download of {url} has sha256 {got[:16]}…, expected "
                             f"{sha256[:16]}…; refused (not written to {dest}); the server "
                             f"sent other bytes: retry later or place a verified copy there")
     if sha256 is None:

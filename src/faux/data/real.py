@@ -223,7 +223,7 @@ def _ensure_raw(name: str, root, download: bool) -> list[Path]:
             else:
                 _fetch(url, path)
         except Exception as exc:  # offline, HTTP error, read-only data root, bad archive
-            why = str(exc).splitlines()[0][:120] if str(exc) else ""
+            why = str(exc).splitlines()[0][:200] if str(exc) else ""
             raise DataError(f"{name}: raw file {path.name} not found at {path} and the download "
                             f"from {url} failed ({type(exc).__name__}: {why}); set FAUX_DATA_DIR "
                             f"or place the file there") from None

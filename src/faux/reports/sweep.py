@@ -46,15 +46,6 @@ def _overrides_list(job_dir: Path) -> list[str] | None:
         return None
 
 
-def _config_hash_key(path: Path, data_sha256: str | None) -> dict:
-    import hashlib
-
-    from faux.cache import package_version
-
-    return {"config_yaml": hashlib.sha256(path.read_bytes()).hexdigest(), "data": data_sha256,
-            "code": package_version()}
-
-
 def stored_config_hash(job_dir: Path, data_sha256: str | None) -> str | None:
     """The config hash of the job's ``.hydra/config.yaml`` (as ``faux.run`` computes it);
     None when the folder has no such file. Raises ValueError when it cannot be resolved."""
@@ -63,30 +54,14 @@ def stored_config_hash(job_dir: Path, data_sha256: str | None) -> str | None:
         return None
     # resolving a job's config costs ~0.1-0.2 s: the hash is memoised in the cache by the bytes
     # of config.yaml, the data checksum and the faux code (another config gives another
-    # entry); the job itself records it (remember_config_hash), so a fresh sweep's aggregation
-    # resolves nothing
+    # entry); the job itself records it (faux.run.remember_config_hash), so a fresh sweep's
+    # aggregation resolves nothing
     from faux.cache import Cache, json_dumps, json_loads
+    from faux.run import config_yaml_key
 
-    return Cache().get_or_build("config_hash", _config_hash_key(path, data_sha256),
+    return Cache().get_or_build("config_hash", config_yaml_key(path, data_sha256),
                                 lambda: _config_hash_of(path, data_sha256),
                                 dumps=json_dumps, loads=json_loads)
-
-
-def remember_config_hash(job_dir: Path, data_sha256: str | None, chash: str,
-                         cache_dir=None) -> bool:
-    """Record, as the job runs, the hash it computed for the ``.hydra/config.yaml`` Hydra wrote
-    for it (the entry :func:`stored_config_hash` reads), so that the aggregation need not
-    resolve the file again. Same key: the file's bytes, the data checksum, the faux code; a
-    config.yaml edited or rewritten later has other bytes and is resolved afresh. False (and
-    nothing written) when the job has no such file (a job run without Hydra's wrapper)."""
-    path = Path(job_dir) / ".hydra" / "config.yaml"
-    if not path.is_file():
-        return False
-    from faux.cache import Cache, json_dumps, json_loads
-
-    Cache(cache_dir).get_or_build("config_hash", _config_hash_key(path, data_sha256),
-                                  lambda: chash, dumps=json_dumps, loads=json_loads)
-    return True
 
 
 def _config_hash_of(path: Path, data_sha256: str | None) -> str:
