@@ -238,3 +238,18 @@ def test_expected_grid_reads_dotted_sweep_keys_and_interpolations(tmp_path):
     assert all(not any(o.endswith("=None") for o in j) for j in jobs)
     assert ["experiment=fig11", "gan_seed=0", "model.gan.transport_weight=0"] in jobs
     assert ["experiment=fig11", "gan_seed=1", "model.gan.transport_weight=1e-06"] in jobs   # as Hydra writes it
+
+
+def test_provenance_of_several_sweeps_names_every_swept_value():
+    """A table aggregated from two sweeps (seeds 0-1, then 2-4) names one command that makes
+    all their jobs, not the first sweep's alone."""
+    from faux.provenance import make_command, merge_overrides
+
+    merged = merge_overrides([["experiment=real", "profile=quick", "data=adult,bank", "seed=0,1"],
+                              ["experiment=real", "profile=quick", "data=adult,bank",
+                               "seed=2,3,4", "+x=[1,2]"]])
+    assert merged == ["experiment=real", "profile=quick", "data=adult,bank", "seed=0,1,2,3,4",
+                      "+x=[1,2]"]
+    assert make_command("fig4", "quick", merged) == \
+        "make fig4 PROFILE=quick ARGS='data=adult,bank seed=0,1,2,3,4 +x=[1,2]'"
+    assert merge_overrides([]) == []

@@ -44,11 +44,31 @@ def make_command(target: str, profile: str, overrides: list[str]) -> str:
     return cmd
 
 
+def merge_overrides(lists: list[list[str]]) -> list[str]:
+    """One command line for the jobs of several sweeps: each key once, in order of first
+    appearance, its distinct values joined as a Hydra sweep (``seed=0,1`` and ``seed=2,3,4``
+    give ``seed=0,1,2,3,4``; equal values are kept once)."""
+    order: list[str] = []
+    values: dict[str, list[str]] = {}
+    for ovr in lists:
+        for o in ovr:
+            key, eq, val = o.partition("=")
+            if key not in values:
+                order.append(key)
+                values[key] = []
+            if not eq:
+                continue
+            for v in ([val] if "[" in val or "(" in val else val.split(",")):
+                if v not in values[key]:
+                    values[key].append(v)
+    return [f"{k}={','.join(values[k])}" if values[k] else k for k in order]
+
+
 def write(results_dir: Path, name: str, sweep_dirs, results: list[dict]) -> Path:
     """``<results_dir>/<name>.provenance.json``: profile, sweeps, their command-line
     overrides and the number of job results the table was made from."""
     sweep_dirs = [Path(d) for d in sweep_dirs]
-    overrides = next((o for o in map(sweep_overrides, sweep_dirs) if o is not None), [])
+    overrides = merge_overrides([o for o in map(sweep_overrides, sweep_dirs) if o is not None])
     record = {"study": name, "profile": profile_names(results),
               "sweeps": [str(d) for d in sweep_dirs], "overrides": overrides,
               "n_jobs": len(results)}
