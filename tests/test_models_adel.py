@@ -255,3 +255,31 @@ def test_mmd_term_hides_c_from_a_fresh_probe():
                             seed=1, alpha_decay=0.85, mmd=10.0, accelerator="cpu")
     assert _probe(fair.net, x, c, xv, cv) < 0.65
     assert info["accuracy"] > 0.65
+
+
+def test_residual_mmd_view_drops_exactly_the_heads_direction():
+    """``mmd_on="residual"``: the MMD compares h less its component along the head's weights,
+    so a difference between the groups along that direction costs nothing and any other one
+    costs as with ``"hidden"``; the whole layer otherwise."""
+    from faux.models.adel import AdelModule, AdelNet, mmd2
+
+    torch.manual_seed(0)
+    net = AdelNet(3, 6, 1)
+    w = net.net.head.weight.detach()[0]
+    res = AdelModule(net, h_s=0.69, mmd_on="residual")
+    whole = AdelModule(net, h_s=0.69, mmd_on="hidden")
+    h = torch.randn(300, 6)
+    v = res._mmd_view(h)
+    assert torch.allclose(v @ w, torch.zeros(300), atol=1e-5)           # nothing along w
+    assert torch.allclose(v + torch.outer(h @ w, w) / (w @ w), h, atol=1e-5)
+    assert torch.equal(whole._mmd_view(h), h)
+    h0, h1 = torch.randn(200, 6), torch.randn(200, 6)
+    along = h1 + 3.0 * w / w.norm()                                      # groups differ along w
+    assert float(mmd2(res._mmd_view(h0), res._mmd_view(along))) < 0.01
+    assert float(mmd2(whole._mmd_view(h0), whole._mmd_view(along))) > 0.1
+    other = torch.linalg.qr(torch.stack([w, torch.randn(6)], 1))[0][:, 1]  # a unit vector ⟂ w
+    shifted = h1 + 3.0 * other
+    assert float(mmd2(res._mmd_view(h0), res._mmd_view(shifted))) > 0.1
+    with pytest.raises(ConfigError, match="mmd_on"):
+        train_adel(torch.randn(20, 3), torch.rand(20).round(), torch.rand(20).round(), mmd=1.0,
+                   mmd_on="score", max_epochs=1, accelerator="cpu")

@@ -171,6 +171,7 @@ def swap_columns(x: torch.Tensor, edits) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 PAIR_ON = ("logit", "hidden", "both")
+MMD_ON = ("hidden", "residual")
 
 
 def mmd2(h0: torch.Tensor, h1: torch.Tensor, scales=(0.25, 1.0, 4.0)) -> torch.Tensor:
@@ -234,7 +235,7 @@ class AdelModule(TabularModule):
                  adv_lr: float | None = None, seed: int = 0, decor: float = 0.0,
                  decor_momentum: float = 0.0, pair: float = 0.0,
                  pair_edits: tuple = (), pair_on: str = "logit", mmd: float = 0.0,
-                 mmd_rows: int = 64, mmd_pool: tuple | None = None):
+                 mmd_rows: int = 64, mmd_pool: tuple | None = None, mmd_on: str = "hidden"):
         super().__init__(lr=lr)
         self.model = model
         self.h_s = float(h_s)
@@ -258,6 +259,7 @@ class AdelModule(TabularModule):
         self.pair_edits = tuple((int(a), int(b)) for a, b in pair_edits)
         self.mmd = float(mmd)
         self.mmd_rows = int(mmd_rows)
+        self.mmd_on = str(mmd_on)
         # the training rows of each group of s, for the balanced draws of the MMD term (plain
         # attributes, not buffers: the best-epoch restore copies the state dict)
         self._groups = None
@@ -286,10 +288,22 @@ class AdelModule(TabularModule):
             hs = []
             for g in self._groups:
                 idx = torch.randint(g.shape[0], (self.mmd_rows,), generator=self._mmd_gen)
-                hs.append(self.model.hidden(g[idx.to(g.device)]))
+                hs.append(self._mmd_view(self.model.hidden(g[idx.to(g.device)])))
             return mmd2(*hs)
         s0 = s.reshape(s.shape[0], -1)[:, 0]
+        h = self._mmd_view(h)
         return mmd2(h[s0 == 0], h[s0 == 1])
+
+    def _mmd_view(self, h):
+        """What the MMD term compares: h (``mmd_on="hidden"``), or h less its component along
+        the head's weights (``"residual"``: the direction the score reads is left to the
+        adversary and the decorrelation, so the score may keep the part of c they allow while
+        every other direction of h must be equally distributed in both groups)."""
+        if self.mmd_on != "residual":
+            return h
+        w = self.model.net.head.weight.detach()               # (d_out, width)
+        q, _ = torch.linalg.qr(w.T)                           # orthonormal basis of the rows
+        return h - (h @ q) @ q.T
 
     def configure_optimizers(self):
         return (torch.optim.Adam(self.model.net.parameters(), lr=self.lr),
@@ -417,7 +431,7 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                adv_steps: int = 1, alpha_min: float = 0.0, adv_lr: float | None = None,
                adv_norm: bool = False, decor: float = 0.0, decor_momentum: float = 0.0,
                pair: float = 0.0, pair_edits=(), pair_on: str = "logit", mmd: float = 0.0,
-               mmd_rows: int = 64, seed: int = 0,
+               mmd_rows: int = 64, mmd_on: str = "hidden", seed: int = 0,
                max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
                lr: float = 1e-3, accelerator: str = "auto") -> tuple[AdelNet, dict]:
     """Train a classifier of ``y`` whose last hidden layer hides ``s`` (Adel et al. 2019).
@@ -452,9 +466,9 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                           f"pair_on in {PAIR_ON}; got {pair}, {pair_on!r}")
     d_out = 1 if y.ndim == 1 else y.shape[1]
     d_adv = 1 if s.ndim == 1 else s.shape[1]
-    if not mmd >= 0 or int(mmd_rows) < 2:
-        raise ConfigError(f"need mmd >= 0 (the weight of the MMD term) and mmd_rows >= 2; got "
-                          f"{mmd}, {mmd_rows}")
+    if not mmd >= 0 or int(mmd_rows) < 2 or mmd_on not in MMD_ON:
+        raise ConfigError(f"need mmd >= 0 (the weight of the MMD term), mmd_rows >= 2 and "
+                          f"mmd_on in {MMD_ON}; got {mmd}, {mmd_rows}, {mmd_on!r}")
     if mmd > 0 and (d_adv != 1 or s.min() == s.max()):
         raise ConfigError("the MMD term compares the two groups of a single binary s; s has "
                           f"{d_adv} columns or one group only: set mmd=0")
@@ -468,7 +482,8 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                         adv_lr=adv_lr, seed=seed, decor=decor,
                         decor_momentum=decor_momentum, pair=pair,
                         pair_edits=_check_edits(pair_edits, x.shape[1]), pair_on=pair_on,
-                        mmd=mmd, mmd_rows=mmd_rows, mmd_pool=(x, s) if mmd > 0 else None)
+                        mmd=mmd, mmd_rows=mmd_rows, mmd_pool=(x, s) if mmd > 0 else None,
+                        mmd_on=mmd_on)
     warm = (math.ceil(math.log(alpha / max(alpha_min, 1.0)) / -math.log(alpha_decay))
             if alpha > max(alpha_min, 1.0) and alpha_decay < 1 else 0)
     start = time.perf_counter()
@@ -544,6 +559,7 @@ class AdelSpec:
     pair_on: str = "both"
     mmd: float = 30.0
     mmd_rows: int = 64
+    mmd_on: str = "hidden"
     max_epochs: int = 100
     patience: int | None = 10
     batch_size: int = 64
