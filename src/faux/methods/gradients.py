@@ -277,13 +277,15 @@ def _resolve_options(method: str, options: dict) -> dict:
 def _memo_target(memo: dict | None, target: nn.Module, x: torch.Tensor, o: dict, ig: bool,
                  compute) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``compute()`` (the target's factored gradients), or a copy of a stored result for the
-    same target object, the same ``x`` tensor (unchanged since: its version counter) and the
-    options the target part reads."""
+    same target object with the same weights, the same ``x`` tensor (unchanged since: the
+    tensors' version counters, which in-place updates such as an optimiser step advance) and
+    the options the target part reads."""
     if memo is None:
         return compute()
     opts = ("ig", o["output"], o["ig_steps"], o["ig_method"], _baseline_key(o["ig_baseline"]),
             o["batch_size"]) if ig else ("grad", o["output"], o["batch_size"])
-    key = (id(target), id(x), x._version, opts)
+    weights = tuple(p._version for p in target.parameters())
+    key = (id(target), id(x), x._version, weights, opts)
     hit = memo.get(key)
     if hit is None or hit[0] is not target or hit[1] is not x:
         g, w = compute()
