@@ -143,6 +143,9 @@ def main(argv=None) -> int:
     ap.add_argument("--reference", action="store_true",
                     help="instead: the accuracy of a c-independent score built from a logistic "
                          "regression (per-group quantiles; uses c, a reference, not a model)")
+    ap.add_argument("--blind-reference", action="store_true",
+                    help="instead: the same trade-off for c-blind linear scores (a logistic "
+                         "regression with a group-mean-gap penalty on its logit, per weight)")
     a = ap.parse_args(argv)
     if a.toy:
         return toy(a.recipes, a.toy_rows, a.toy_epochs, [int(v) for v in a.seeds.split(",")])
@@ -151,6 +154,13 @@ def main(argv=None) -> int:
             for seed in (int(s) for s in a.seeds.split(",")):
                 print(f"{name} seed {seed}: " + ", ".join(
                     f"{k} {v:.4f}" for k, v in reference(name, seed).items()), flush=True)
+        return 0
+    if a.blind_reference:
+        for name in a.datasets.split(","):
+            for seed in (int(s) for s in a.seeds.split(",")):
+                for r in blind_reference(name, seed):
+                    print(f"{name} seed {seed} c-blind: " + ", ".join(
+                        f"{k} {v:.4f}" for k, v in r.items()), flush=True)
         return 0
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     recipes = [parse_recipe(r) for r in a.recipes.split(",")]
@@ -259,6 +269,54 @@ def reference(name: str, seed: int) -> dict:
             "best_accuracy_score_c_auroc_le_0.60": max(ok) if ok else float("nan"),
             **{f"lam{lam:.2f}_c_auroc": au for lam, au, _ in frontier[::4]},
             **{f"lam{lam:.2f}_accuracy": acc for lam, _, acc in frontier[::4]}}
+
+
+def blind_reference(name: str, seed: int, weights=(0.0, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0,
+                                                     100.0)) -> list[dict]:
+    """The same trade-off for scores that do *not* use c: a logistic regression of y on X (c is
+    not a column of X) with a penalty ``mu * (mean(s | c=1) - mean(s | c=0))^2 / var(s)`` on
+    its logit s (full-batch L-BFGS on the training split, L2 1e-4), for each weight mu: the
+    score's c-AUROC and its best accuracy over thresholds on the test split. A c-blind model
+    whose hidden layer holds its score cannot do better than the best *such* score at a given
+    c-AUROC if it is linear; a deeper model may."""
+    import torch
+    from sklearn.metrics import roc_auc_score
+
+    from faux.data.real import load_real
+    from faux.models.adel import score_gap
+
+    d = load_real(name, seed=seed)
+    x = torch.as_tensor(np.asarray(d.X_train, dtype=np.float64))
+    mu_x, sd_x = x.mean(0), x.std(0) + 1e-6
+    x = (x - mu_x) / sd_x
+    y = torch.as_tensor(np.asarray(d.y_train, dtype=np.float64))
+    c = torch.as_tensor(np.asarray(d.c_train) == 1)
+    xt = (torch.as_tensor(np.asarray(d.X_test, dtype=np.float64)) - mu_x) / sd_x
+    yt, ct = d.y_test, d.c_test
+    out = []
+    for mu in weights:
+        torch.manual_seed(seed)
+        w = torch.zeros(x.shape[1], dtype=torch.float64, requires_grad=True)
+        b = torch.zeros((), dtype=torch.float64, requires_grad=True)
+        opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=500, line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            s = x @ w + b
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(s, y)
+            loss = loss + mu * score_gap(s[~c], s[c]) + 1e-4 * (w ** 2).sum()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        with torch.no_grad():
+            st = (xt @ w + b).numpy()
+        au = float(roc_auc_score(ct, st))
+        best = max(float(((st > t) == yt).mean()) for t in np.quantile(st, np.linspace(
+            0.0, 1.0, 401)))
+        out.append({"mu": mu, "c_auroc": max(au, 1 - au), "best_accuracy": best,
+                    "accuracy_at_0": float(((st > 0) == yt).mean())})
+    return out
 
 
 def toy(recipes: str, rows: int = 2000, epochs: int = 40, seeds=(0,)) -> int:

@@ -283,3 +283,82 @@ def test_residual_mmd_view_drops_exactly_the_heads_direction():
     with pytest.raises(ConfigError, match="mmd_on"):
         train_adel(torch.randn(20, 3), torch.rand(20).round(), torch.rand(20).round(), mmd=1.0,
                    mmd_on="score", max_epochs=1, accelerator="cpu")
+
+
+def test_score_gap_closed_form_unbiased_and_zero_for_equal_means():
+    """``score_gap``: (mean_1 - mean_0)^2 - var_0/n_0 - var_1/n_1 over the pooled variance
+    (floored at 1); unbiased: near 0 on average for two draws of one distribution."""
+    from faux.models.adel import score_gap
+
+    a, b = torch.tensor([0.0, 2.0]), torch.tensor([4.0, 6.0])
+    # gap 4; var (unbiased) 2 each -> 16 - 1 - 1 = 14; pooled [0, 2, 4, 6] var 6.667
+    assert float(score_gap(a, b)) == pytest.approx(14 / (20 / 3), rel=1e-5)
+    assert float(score_gap(a / 10, b / 10)) == pytest.approx(0.14, rel=1e-5)  # floor 1
+    g = torch.Generator().manual_seed(0)
+    draws = [float(score_gap(3 * torch.randn(64, generator=g), 3 * torch.randn(64, generator=g)))
+             for _ in range(400)]
+    assert abs(sum(draws) / len(draws)) < 0.005
+    assert float(score_gap(torch.zeros(1), b)) == 0.0
+
+
+def test_hide_on_residual_lets_only_the_heads_direction_through():
+    """``hide_on="residual"``: the adversary and the decorrelation read h less its component
+    along the head's weights (so they cannot see the score), and the MMD does too."""
+    from faux.models.adel import AdelModule, AdelNet
+
+    torch.manual_seed(0)
+    net = AdelNet(3, 6, 1, hide_on="residual")
+    w = net.net.head.weight.detach()[0]
+    h = torch.randn(300, 6)
+    v = net.adversary_input(h)
+    assert torch.allclose(v @ w, torch.zeros(300), atol=1e-5)
+    assert torch.allclose(v + torch.outer(h @ w, w) / (w @ w), h, atol=1e-5)
+    assert torch.allclose(AdelModule(net, h_s=0.69)._mmd_view(h), v, atol=1e-6)
+    assert torch.equal(AdelNet(3, 6, 1).adversary_input(h), h)
+    with pytest.raises(ConfigError, match="hide_on"):
+        train_adel(torch.randn(20, 3), torch.rand(20).round(), torch.rand(20).round(),
+                   hide_on="score", max_epochs=1, accelerator="cpu")
+
+
+def test_score_gap_term_shrinks_the_groups_mean_gap_of_the_logit():
+    """On the toy (y depends on c through x2), the score-gap term alone (no adversary)
+    lowers the gap between the groups' mean logits against the same training without it."""
+    from faux.models.adel import score_gap
+
+    x, y, c = _toy(1000, 0)
+    xv, yv, cv = _toy(500, 1)
+    kw = dict(width=16, depth=2, max_epochs=15, patience=None, seed=1, n_adv=0, alpha=0.0,
+              accelerator="cpu")
+    plain, _ = train_adel(x, y, c, **kw)
+    fair, info = train_adel(x, y, c, score_gap=10.0, **kw)
+    with torch.no_grad():
+        gaps = [float(score_gap(m(xv)[cv == 0], m(xv)[cv == 1])) for m in (plain, fair)]
+    assert gaps[1] < 0.25 * gaps[0]
+    assert info["accuracy"] > 0.6
+
+
+def test_whitened_decorrelation_is_the_squared_multiple_correlation():
+    """``decor_whiten``: r^T (R + 0.01 I)^-1 r is about what the best linear probe explains of s
+    (R^2 of a least-squares fit of s on h), also when s is read by a *combination* of units
+    that each correlate little with it (a suppressor), where sum_j r_j^2 misses most of it."""
+    import numpy as np
+
+    from faux.models.adel import AdelModule, AdelNet, _sq_corr
+
+    g = torch.Generator().manual_seed(0)
+    n = 20000
+    s = (torch.rand(n, generator=g) < 0.5).float()
+    base = torch.randn(n, 6, generator=g)
+    h = base.clone()
+    h[:, 1] = base[:, 0] + 0.3 * (2 * s - 1) + 0.3 * torch.randn(n, generator=g)
+    h[:, 2] = base[:, 0] + 0.5 * base[:, 2]
+    a = np.c_[h.numpy(), np.ones(n)]
+    coef = np.linalg.lstsq(a, s.numpy(), rcond=None)[0]
+    r2 = 1 - ((a @ coef - s.numpy()) ** 2).mean() / s.numpy().var()
+    module = AdelModule(AdelNet(3, 6, 1), h_s=0.69, decor=1.0, decor_whiten=True,
+                        s_rate=torch.tensor([0.5])).eval()
+    whitened = float(module._decor_penalty(h, s.reshape(-1, 1)))
+    plain = float(_sq_corr(h, s.reshape(-1, 1), torch.tensor([0.5])))
+    assert r2 > 0.3
+    assert 0.85 * r2 < whitened <= r2 + 0.01          # the ridge shrinks it a little
+    assert plain < 0.5 * r2
