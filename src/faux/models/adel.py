@@ -104,15 +104,16 @@ class AdelNet(nn.Module):
 
     def __init__(self, d_in: int, width: int = 64, depth: int = 2, d_out: int = 1,
                  d_adv: int = 1, adv_width: int = 32, adv_depth: int = 1,
-                 adv_norm: bool = False, hide_on: str = "hidden"):
+                 adv_norm: bool = False, hide_on: str = "hidden",
+                 last_width: int | None = None):
         super().__init__()
         self.adv_norm = bool(adv_norm)
         self.hide_on = str(hide_on)
         if int(depth) < 1:
             raise ConfigError(f"the Adel model needs depth >= 1 (a hidden layer for the "
                               f"adversary to read); got depth={depth}")
-        self.net = MLP(d_in, width, depth, d_out)
-        self.adversary = MLP(int(width), adv_width, adv_depth, d_adv)
+        self.net = MLP(d_in, width, depth, d_out, last_width=last_width)
+        self.adversary = MLP(self.net.hidden_width, adv_width, adv_depth, d_adv)
 
     def hidden(self, x: torch.Tensor) -> torch.Tensor:
         return self.net.hidden(x)
@@ -307,11 +308,13 @@ class AdelModule(TabularModule):
             self._mmd_gen = torch.Generator().manual_seed(int(seed) * 7919 + 17)
         self.register_buffer("s_rate", torch.as_tensor(
             s_rate if s_rate is not None else 0.5, dtype=torch.float32).reshape(-1))
-        self.register_buffer("corr_ema", torch.zeros(model.net.width, self.s_rate.numel()))
+        self.register_buffer("corr_ema", torch.zeros(model.net.hidden_width,
+                                                     self.s_rate.numel()))
         self.decor_whiten = bool(decor_whiten)
         self._r_hh_seen = False
         if self.decor_whiten:
-            self.register_buffer("r_hh_ema", torch.zeros(model.net.width, model.net.width))
+            self.register_buffer("r_hh_ema", torch.zeros(model.net.hidden_width,
+                                                         model.net.hidden_width))
 
     def forward(self, x):
         return self.model(x)
@@ -507,7 +510,8 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                adv_norm: bool = False, decor: float = 0.0, decor_momentum: float = 0.0,
                pair: float = 0.0, pair_edits=(), pair_on: str = "logit", mmd: float = 0.0,
                mmd_rows: int = 64, mmd_on: str = "hidden", hide_on: str = "hidden",
-               score_gap: float = 0.0, decor_whiten: bool = False, seed: int = 0,
+               score_gap: float = 0.0, decor_whiten: bool = False,
+               last_width: int | None = None, seed: int = 0,
                max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
                lr: float = 1e-3, accelerator: str = "auto") -> tuple[AdelNet, dict]:
     """Train a classifier of ``y`` whose last hidden layer hides ``s`` (Adel et al. 2019).
@@ -555,7 +559,7 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
         model = AdelNet(x.shape[1], width, depth, d_out, d_adv, adv_width, adv_depth,
-                        adv_norm, hide_on)
+                        adv_norm, hide_on, last_width)
     module = AdelModule(model, _entropy(s), alpha, alpha_decay, n_adv, cap, flip, interleave,
                         lr, pred_loss=pred_loss, reinit=reinit, adv_steps=adv_steps,
                         alpha_min=alpha_min, s_rate=s.reshape(s.shape[0], -1).mean(0),
@@ -621,6 +625,7 @@ class AdelSpec:
 
     width: int = 64
     depth: int = 2
+    last_width: int | None = None
     alpha: float = 100.0
     alpha_decay: float = 0.9
     n_adv: int = 3

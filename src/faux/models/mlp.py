@@ -27,10 +27,13 @@ from faux.models.training import TabularModule, as_binary, as_features, fit, n_p
 
 
 class MLP(nn.Module):
-    """``depth`` ReLU hidden layers of ``width`` units, then a linear head of ``d_out`` logits."""
+    """``depth`` ReLU hidden layers of ``width`` units, then a linear head of ``d_out`` logits.
+
+    ``last_width``: the last hidden layer's width when it differs (a narrow layer after wide
+    ones); ``hidden_width`` is the width of what :meth:`hidden` returns."""
 
     def __init__(self, d_in: int, width: int = 64, depth: int = 2, d_out: int = 1,
-                 projection: torch.Tensor | None = None):
+                 projection: torch.Tensor | None = None, last_width: int | None = None):
         super().__init__()
         if int(d_in) < 1 or int(d_out) < 1:
             raise ConfigError(f"MLP needs d_in >= 1 and d_out >= 1 (got {d_in}, {d_out})")
@@ -48,10 +51,15 @@ class MLP(nn.Module):
         else:
             self.projection = None
             k = self.d_in
+        if last_width is not None and int(last_width) < 1:
+            raise ConfigError(f"MLP needs last_width >= 1 or None (got {last_width})")
+        self.last_width = None if last_width is None else int(last_width)
         layers: list[nn.Module] = []
-        for _ in range(self.depth):
-            layers += [nn.Linear(k, self.width), nn.ReLU()]
-            k = self.width
+        for i in range(self.depth):
+            w = self.last_width if (self.last_width and i == self.depth - 1) else self.width
+            layers += [nn.Linear(k, w), nn.ReLU()]
+            k = w
+        self.hidden_width = k
         self.body = nn.Sequential(*layers)
         self.head = nn.Linear(k, self.d_out)
 
