@@ -608,7 +608,7 @@ GUARDS = {"pred_loss": "bce", "flip": True, "cap": True, "interleave": True, "re
           "adv_steps": 1, "adv_width": 32, "adv_depth": 1, "alpha_min": 0.0, "adv_norm": False,
           "decor": 0.0, "alpha_decay": 0.9, "decor_momentum": 0.0, "pair": 0.0,
           "pair_on": "logit", "mmd": 0.0, "hide_on": "hidden", "score_gap": 0.0,
-          "decor_whiten": False}
+          "decor_whiten": False, "last_width": None}
 
 
 @dataclass(frozen=True)
