@@ -75,19 +75,11 @@ def main(argv=None) -> int:
             if not trainer.sanity_checking and e >= a.from_epoch and e % a.every == 0:
                 states[e] = copy.deepcopy(pl_module.model.state_dict())
 
-    real_fit = adel.fit
-
-    def fit_keeping(*args_, **kw_):
-        kw_["extra_callbacks"] = (*kw_.get("extra_callbacks", ()), Keep())
-        return real_fit(*args_, **kw_)
-
-    adel.fit = fit_keeping
     label, over = parse_recipe(a.recipe)
     spec = adel.AdelSpec(**{**asdict(adel.AdelSpec()), **over})
     edits = edit_columns(proxy_edits(name), d.feature_names)
     fair, info = spec.train(x, y, c, d.X_val, d.y_val, d.c_val, seed=seed + 1000,
-                            pair_edits=edits, **ep)
-    adel.fit = real_fit
+                            pair_edits=edits, extra_callbacks=(Keep(),), **ep)
     print(f"trained {info['epochs']} epochs, best {info['best_epoch']}", flush=True)
 
     rng = np.random.default_rng(seed)

@@ -511,7 +511,7 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                pair: float = 0.0, pair_edits=(), pair_on: str = "logit", mmd: float = 0.0,
                mmd_rows: int = 64, mmd_on: str = "hidden", hide_on: str = "hidden",
                score_gap: float = 0.0, decor_whiten: bool = False,
-               last_width: int | None = None, seed: int = 0,
+               last_width: int | None = None, seed: int = 0, extra_callbacks=(),
                max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
                lr: float = 1e-3, accelerator: str = "auto") -> tuple[AdelNet, dict]:
     """Train a classifier of ``y`` whose last hidden layer hides ``s`` (Adel et al. 2019).
@@ -522,7 +522,8 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
     trained adversary on validation), ``adv_chance`` (majority rate of s on validation),
     ``n_params`` (predictor), ``n_params_adv``, ``train_time_s``, ``epochs``,
     ``best_epoch``, ``best_val_loss``. Without validation data the training set is used for
-    the reported accuracies and all ``max_epochs`` run.
+    the reported accuracies and all ``max_epochs`` run. ``extra_callbacks``: Lightning
+    callbacks added to the fit (``scripts/adel_trajectory.py`` keeps every epoch's weights).
     """
     x = as_features(x, "x")
     y = as_binary(y, x.shape[0], "y")
@@ -573,7 +574,8 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
             if alpha > max(alpha_min, 1.0) and alpha_decay < 1 else 0)
     start = time.perf_counter()
     out = fit(module, (x, y, s), val, max_epochs=max_epochs, patience=patience,
-              batch_size=batch_size, seed=seed, accelerator=accelerator, warmup_epochs=warm)
+              batch_size=batch_size, seed=seed, accelerator=accelerator, warmup_epochs=warm,
+              extra_callbacks=extra_callbacks)
     elapsed = time.perf_counter() - start
     xe, ye, se = val if val is not None else (x, y, s)
     with torch.no_grad():
