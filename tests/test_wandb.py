@@ -22,7 +22,18 @@ def test_aggregate_logs_the_table_offline(tmp_path, monkeypatch):
     frame = pd.DataFrame({"column": ["Synthetic-1"], "method": ["faux_ng"], "ap_mean": [0.5]})
     run_dir = log_report("table1", Report(frame), tmp_path)
     (run_file,) = run_dir.parent.glob("run-*.wandb")
+    # wandb's service process writes the run file on its own schedule: in a process that goes
+    # on after wandb.finish() (this test; the aggregate CLI exits, which tears the service
+    # down and flushes it) the file held only its header once under two xdist workers. Tear
+    # the service down as the CLI's exit does, and wait for the file, up to 30 s.
+    import wandb
+
+    wandb.teardown()
+    deadline = time.monotonic() + 30
     blob = run_file.read_bytes()
+    while not (b"table1" in blob and b"table-file" in blob) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        blob = run_file.read_bytes()
     assert b"table1" in blob and b"table-file" in blob
 
 
