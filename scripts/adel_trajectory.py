@@ -32,15 +32,15 @@ import pandas as pd
 
 def main(argv=None) -> int:
     import torch
+    from fair_recipes import parse_recipe, rows_for
     from pytorch_lightning.callbacks import Callback
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
     from sklearn.preprocessing import StandardScaler
 
-    import faux.models.adel as adel
     from faux.fairness_check import edit_columns, fairness_check, proxy_edits
+    from faux.models.adel import AdelSpec
     from faux.models.mlp import MLPSpec
-    from fair_recipes import parse_recipe, rows_for
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dataset", default="adult")
@@ -75,8 +75,8 @@ def main(argv=None) -> int:
             if not trainer.sanity_checking and e >= a.from_epoch and e % a.every == 0:
                 states[e] = copy.deepcopy(pl_module.model.state_dict())
 
-    label, over = parse_recipe(a.recipe)
-    spec = adel.AdelSpec(**{**asdict(adel.AdelSpec()), **over})
+    _, over = parse_recipe(a.recipe)
+    spec = AdelSpec(**{**asdict(AdelSpec()), **over})
     edits = edit_columns(proxy_edits(name), d.feature_names)
     fair, info = spec.train(x, y, c, d.X_val, d.y_val, d.c_val, seed=seed + 1000,
                             pair_edits=edits, extra_callbacks=(Keep(),), **ep)
@@ -85,6 +85,7 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(seed)
     fit_rows = rng.choice(len(x), size=min(a.probe_fit_rows, len(x)), replace=False)
     xv = torch.as_tensor(np.asarray(d.X_val, dtype=np.float32))
+    xt = torch.as_tensor(np.asarray(d.X_test, dtype=np.float32))
     xf = torch.as_tensor(np.asarray(x[fit_rows], dtype=np.float32))
     rows = []
     for e, state in sorted(states.items()):
@@ -94,7 +95,6 @@ def main(argv=None) -> int:
         with torch.no_grad():
             hf, hv = model.hidden(xf).numpy(), model.hidden(xv).numpy()
             val_acc = float(((model(xv).numpy().reshape(-1) > 0) == d.y_val).mean())
-            xt = torch.as_tensor(np.asarray(d.X_test, dtype=np.float32))
             logit_c = float(roc_auc_score(d.c_test, model(xt).numpy().reshape(-1)))
         sc = StandardScaler().fit(hf)
         lr = LogisticRegression(C=1.0, max_iter=1000).fit(sc.transform(hf), c[fit_rows])
@@ -103,7 +103,8 @@ def main(argv=None) -> int:
         rows.append({"epoch": e, "val_acc": val_acc, "val_probe_lr": val_probe,
                      "test_probe": chk["probe_auroc"], "test_probe_lr": chk["probe_auroc_lr"],
                      "test_probe_mlp": chk["probe_auroc_mlp"], "test_acc": chk["accuracy"],
-                     "test_logit_c_auroc": logit_c, "swap": chk["proxy_swap_mean_abs_dprob"], "dp_gap": chk["dp_gap"],
+                     "test_logit_c_auroc": logit_c, "swap": chk["proxy_swap_mean_abs_dprob"],
+                     "dp_gap": chk["dp_gap"],
                      "best": e == info["best_epoch"]})
         r = rows[-1]
         ok = r["test_probe"] <= 0.60 and r["test_acc"] >= u["accuracy"] - 0.02

@@ -274,16 +274,16 @@ def reference(name: str, seed: int) -> dict:
 def blind_reference(name: str, seed: int, weights=(0.0, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0,
                                                      100.0)) -> list[dict]:
     """The same trade-off for scores that do *not* use c: a logistic regression of y on X (c is
-    not a column of X) with a penalty ``mu * (mean(s | c=1) - mean(s | c=0))^2 / var(s)`` on
-    its logit s (full-batch L-BFGS on the training split, L2 1e-4), for each weight mu: the
-    score's c-AUROC and its best accuracy over thresholds on the test split. A c-blind model
-    whose hidden layer holds its score cannot do better than the best *such* score at a given
-    c-AUROC if it is linear; a deeper model may."""
+    not a column of X) with the Adel model's penalty ``mu * score_gap`` on its logit s
+    (``faux.models.adel.score_gap``: the squared gap of the groups' mean logits over the
+    logit's variance; full-batch L-BFGS on the training split, L2 1e-4), for each weight mu:
+    the score's c-AUROC, its best accuracy over thresholds and its accuracy at 0 on the test
+    split. A c-blind model whose hidden layer holds its score cannot do better than the best
+    *such* score at a given c-AUROC if it is linear; a deeper model may."""
     import torch
     from sklearn.metrics import roc_auc_score
 
     from faux.data.real import load_real
-    from faux.models.adel import score_gap
 
     d = load_real(name, seed=seed)
     x = torch.as_tensor(np.asarray(d.X_train, dtype=np.float64))
@@ -295,20 +295,7 @@ def blind_reference(name: str, seed: int, weights=(0.0, 1.0, 2.0, 3.0, 5.0, 10.0
     yt, ct = d.y_test, d.c_test
     out = []
     for mu in weights:
-        torch.manual_seed(seed)
-        w = torch.zeros(x.shape[1], dtype=torch.float64, requires_grad=True)
-        b = torch.zeros((), dtype=torch.float64, requires_grad=True)
-        opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=500, line_search_fn="strong_wolfe")
-
-        def closure():
-            opt.zero_grad()
-            s = x @ w + b
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(s, y)
-            loss = loss + mu * score_gap(s[~c], s[c]) + 1e-4 * (w ** 2).sum()
-            loss.backward()
-            return loss
-
-        opt.step(closure)
+        w, b = _gap_penalised_logistic(x, y, c, mu)
         with torch.no_grad():
             st = (xt @ w + b).numpy()
         au = float(roc_auc_score(ct, st))
@@ -317,6 +304,29 @@ def blind_reference(name: str, seed: int, weights=(0.0, 1.0, 2.0, 3.0, 5.0, 10.0
         out.append({"mu": mu, "c_auroc": max(au, 1 - au), "best_accuracy": best,
                     "accuracy_at_0": float(((st > 0) == yt).mean())})
     return out
+
+
+def _gap_penalised_logistic(x, y, c, mu: float):
+    """Weights and bias of a logistic regression of y on x minimising BCE + mu * score_gap of
+    its logit between ``c`` and ``~c`` + 1e-4 |w|^2 (full batch, L-BFGS from zero)."""
+    import torch
+
+    from faux.models.adel import score_gap
+
+    w = torch.zeros(x.shape[1], dtype=x.dtype, requires_grad=True)
+    b = torch.zeros((), dtype=x.dtype, requires_grad=True)
+    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=500, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        s = x @ w + b
+        loss = (torch.nn.functional.binary_cross_entropy_with_logits(s, y)
+                + mu * score_gap(s[~c], s[c]) + 1e-4 * (w ** 2).sum())
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return w.detach(), b.detach()
 
 
 def toy(recipes: str, rows: int = 2000, epochs: int = 40, seeds=(0,)) -> int:
