@@ -22,6 +22,7 @@ Writes ``<out>/fair_recipes.csv`` (one row per dataset, seed, model) and ``fair_
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import time
 from dataclasses import asdict
@@ -117,7 +118,7 @@ def main(argv=None) -> int:
     from sklearn.metrics import roc_auc_score
 
     from faux.fairness_check import edit_columns, fairness_check, proxy_edits
-    from faux.models.adel import AdelSpec
+    from faux.models.adel import AdelSpec, refit_head
     from faux.models.mlp import MLPSpec
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -132,6 +133,9 @@ def main(argv=None) -> int:
                     help="a recipe (NAME or NAME:overrides) with which the A.11.2 aux (Adel of c, "
                          "adversary against y) is also trained and checked (probe of y)")
     ap.add_argument("--out", default="outputs/fair_recipes")
+    ap.add_argument("--also-refit", action="store_true",
+                    help="also check each fair model with its head refitted on its frozen "
+                         "hidden layer (faux.models.adel.refit_head), as recipe '<r>+refit'")
     ap.add_argument("--probe-rows", type=int, default=0,
                     help="also run the check with the probes trained on this many of the "
                          "training rows (seeded draw): does the probe or the model move it?")
@@ -195,6 +199,11 @@ def main(argv=None) -> int:
                                 "best_epoch": finfo["best_epoch"],
                                 "adv_accuracy": finfo["adv_accuracy"], **chk})
                 print(_line(records[-1]), flush=True)
+                if a.also_refit:
+                    refit = refit_head(copy.deepcopy(fair), x, y)
+                    chk = fairness_check(refit, *args, **kw)
+                    records.append({**records[-1], "recipe": label + "+refit", **chk})
+                    print(_line(records[-1]), flush=True)
                 if a.probe_rows and a.probe_rows < len(x):
                     sub = np.sort(np.random.default_rng(seed + 5000).choice(
                         len(x), size=a.probe_rows, replace=False))

@@ -362,3 +362,26 @@ def test_whitened_decorrelation_is_the_squared_multiple_correlation():
     assert r2 > 0.3
     assert 0.85 * r2 < whitened <= r2 + 0.01          # the ridge shrinks it a little
     assert plain < 0.5 * r2
+
+
+def test_refit_head_reaches_the_heads_likelihood_optimum_and_leaves_h_alone():
+    from torch.nn import functional as F
+
+    from faux.models.adel import AdelNet, refit_head
+
+    x, y, _ = _toy(600, 0)
+    torch.manual_seed(0)
+    model = AdelNet(x.shape[1], width=16, depth=2).eval()
+    with torch.no_grad():
+        h0 = model.hidden(x).clone()
+        before = F.binary_cross_entropy_with_logits(model(x), y).item()
+    refit_head(model, x, y, l2=1e-4)
+    h = model.hidden(x)
+    assert torch.equal(h, h0)                      # the layer a probe reads is untouched
+    w = model.net.head.weight.detach().clone().requires_grad_(True)
+    b = model.net.head.bias.detach().clone().requires_grad_(True)
+    loss = (F.binary_cross_entropy_with_logits((h.detach() @ w.T + b).reshape(-1), y)
+            + 1e-4 * (w ** 2).sum())
+    assert loss.item() < before - 0.05             # a random head is far from the optimum
+    gw, gb = torch.autograd.grad(loss, (w, b))
+    assert gw.abs().max() < 1e-4 and gb.abs().max() < 1e-4   # stationary: the optimum

@@ -591,6 +591,39 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
     return model, info
 
 
+def refit_head(model: AdelNet, x, y, *, l2: float = 1e-4, max_iter: int = 200) -> AdelNet:
+    """Refit the head (the last linear layer) of a trained model on its frozen hidden layer.
+
+    Full-batch L-BFGS of ``BCE(head(h), y) + l2 |W|^2`` from the head's current weights, on
+    ``h = model.hidden(x)``; every other weight (and so the hidden layer a probe reads) is left
+    as it is. In place; returns ``model``. Last-layer retraining: the head the joint training
+    leaves is not the likelihood optimum for h, because the training stops at a validation
+    loss that includes the adversary's gain and the pairing penalty acts on the logit.
+    """
+    x = as_features(x, "x")
+    y = as_binary(y, x.shape[0], "y")
+    head = model.net.head
+    with torch.no_grad():
+        h = model.hidden(x).to(head.weight.dtype)
+    w = head.weight.detach().clone().requires_grad_(True)
+    b = head.bias.detach().clone().requires_grad_(True)
+    t = y.reshape(y.shape[0], -1).to(h.dtype)
+    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=int(max_iter),
+                            line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = F.binary_cross_entropy_with_logits(h @ w.T + b, t) + float(l2) * (w ** 2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        head.weight.copy_(w)
+        head.bias.copy_(b)
+    return model
+
+
 def _check_edits(edits, d: int) -> tuple:
     """Edits as (i, j) column-index pairs inside ``[0, d)``; one-line error otherwise."""
     out = []
