@@ -197,8 +197,9 @@ def main(argv=None) -> int:
                 records.append({"dataset": name, "seed": seed, "recipe": label, "model": "fair",
                                 "train_s": f_s, "epochs": finfo["epochs"],
                                 "best_epoch": finfo["best_epoch"],
-                                "adv_accuracy": finfo["adv_accuracy"], **chk})
-                print(_line(records[-1]), flush=True)
+                                "adv_accuracy": finfo["adv_accuracy"],
+                                "alpha_last": finfo["alpha_last"], **chk})
+                print(_line(records[-1]) + f"  alpha {finfo['alpha_last']:.3g}", flush=True)
                 if a.also_refit:
                     refit = refit_head(copy.deepcopy(fair), x, y)
                     chk = fairness_check(refit, *args, **kw)

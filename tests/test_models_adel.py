@@ -385,3 +385,25 @@ def test_refit_head_reaches_the_heads_likelihood_optimum_and_leaves_h_alone():
     assert loss.item() < before - 0.05             # a random head is far from the optimum
     gw, gb = torch.autograd.grad(loss, (w, b))
     assert gw.abs().max() < 1e-4 and gb.abs().max() < 1e-4   # stationary: the optimum
+
+
+def test_probe_target_steers_the_alpha_floor_toward_the_validation_probes_target():
+    """round 11: above the target the floor rises, below it falls; a low target ends fairer."""
+    x, y, c = _toy(1500, 0)
+    xv, yv, cv = _toy(700, 1)
+    kw = dict(width=16, depth=2, alpha=2.0, alpha_decay=0.5, alpha_min=1.0, n_adv=1,
+              adv_norm=True, decor=1.0, max_epochs=10, patience=None, seed=0,
+              accelerator="cpu", probe_step=1.5)
+    runs = {t: train_adel(x, y, c, xv, yv, cv, probe_target=t, **kw)[1] for t in (0.501, 0.99)}
+    low, high = (runs[t]["probe_history"] for t in (0.501, 0.99))
+    assert len(low) >= 8 and len(high) >= 8            # steered every epoch after the warm-up
+    f_low, f_high = [h["floor"] for h in low], [h["floor"] for h in high]
+    # every probe of the high target's run reads below 0.99: its floor falls to its bound
+    assert all(h["val_probe"] < 0.99 for h in high)
+    assert all(b <= a for a, b in zip(f_high, f_high[1:])) and f_high[-1] == 0.05
+    # the toy's c stays readable above 0.501: the low target's floor rises to alpha (2)
+    assert all(h["val_probe"] > 0.501 for h in low)
+    assert all(b >= a for a, b in zip(f_low, f_low[1:])) and f_low[-1] == 2.0
+    assert low[-1]["val_probe"] < high[-1]["val_probe"]   # and the model ends fairer
+    with pytest.raises(ConfigError, match="probe_target"):
+        train_adel(x, y, c, probe_target=0.6, **kw)     # needs validation rows
