@@ -78,8 +78,9 @@ Training (manual optimisation in Lightning, two Adam optimisers at lr 1e-3, batc
     draw of ``probe_rows`` training rows, AUROC on the validation rows): multiplied by
     ``probe_step`` after an epoch whose probe reads above the target, divided otherwise.
     Early stopping and the best epoch then follow the validation label loss alone. Round 11
-    of decisions_fair.md: it rescued Adult's quick seed 1 and not seed 3, whose whole
-    trajectory misses the check, so it stays off;
+    of decisions_fair.md: 2 of 5 Adult quick seeds pass with it (1 without), and at the
+    paper's sizes the logistic probe misses the nonlinear leak an MLP probe reads, so it
+    stays off;
 
 * early stopping monitors ``val_loss = L_y + max(0, gain)`` on the validation set (with
   ``decor``, its term included): the label loss plus the adversary's gain over chance, both
