@@ -34,11 +34,9 @@ def main(argv=None) -> int:
     import torch
     from fair_recipes import parse_recipe, rows_for
     from pytorch_lightning.callbacks import Callback
-    from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
-    from sklearn.preprocessing import StandardScaler
 
-    from faux.fairness_check import edit_columns, fairness_check, proxy_edits
+    from faux.fairness_check import edit_columns, fairness_check, logistic_probe_auroc, proxy_edits
     from faux.models.adel import AdelSpec
     from faux.models.mlp import MLPSpec
 
@@ -96,9 +94,7 @@ def main(argv=None) -> int:
             hf, hv = model.hidden(xf).numpy(), model.hidden(xv).numpy()
             val_acc = float(((model(xv).numpy().reshape(-1) > 0) == d.y_val).mean())
             logit_c = float(roc_auc_score(d.c_test, model(xt).numpy().reshape(-1)))
-        sc = StandardScaler().fit(hf)
-        lr = LogisticRegression(C=1.0, max_iter=1000).fit(sc.transform(hf), c[fit_rows])
-        val_probe = float(roc_auc_score(d.c_val, lr.decision_function(sc.transform(hv))))
+        val_probe = logistic_probe_auroc(hf, c[fit_rows], hv, d.c_val)
         chk = fairness_check(model, *args, **kw)
         rows.append({"epoch": e, "val_acc": val_acc, "val_probe_lr": val_probe,
                      "test_probe": chk["probe_auroc"], "test_probe_lr": chk["probe_auroc_lr"],

@@ -179,6 +179,18 @@ def proxy_swap(model: torch.nn.Module, x, edits: Sequence[tuple[int, int]]) -> t
     return float(d.mean()), int(d.size)
 
 
+def logistic_probe_auroc(h_fit, t_fit, h_eval, t_eval) -> float:
+    """Held-out AUROC of a logistic regression (scikit-learn, L2, C = 1) of ``t`` on the
+    standardised hidden layer: fitted on ``h_fit``, scored on ``h_eval``. The check's linear
+    probe; the Adel model's ``probe_target`` steers by it on the validation rows."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    scaler = StandardScaler().fit(h_fit)
+    lr = LogisticRegression(C=1.0, max_iter=1000).fit(scaler.transform(h_fit), t_fit)
+    return _auroc(t_eval, lr.decision_function(scaler.transform(h_eval)))
+
+
 def probe_auroc(model: torch.nn.Module, x_train, t_train, x_val, t_val, x_test, t_test, *,
                 seed: int = 0, width: int = 32, depth: int = 1, max_epochs: int = 30,
                 patience: int | None = 5, accelerator: str = "cpu") -> dict:
@@ -187,9 +199,6 @@ def probe_auroc(model: torch.nn.Module, x_train, t_train, x_val, t_val, x_test, 
     Logistic regression (scikit-learn, L2, C = 1, on the standardised hidden layer) and an
     MLP (``width`` x ``depth``, Adam, early stopping on the validation rows).
     """
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
-
     from faux.models.mlp import train_mlp
 
     h, hv, ht = (_hidden(model, a) for a in (x_train, x_val, x_test))
@@ -198,9 +207,7 @@ def probe_auroc(model: torch.nn.Module, x_train, t_train, x_val, t_val, x_test, 
         if np.unique(a).size < 2:
             raise DataError(f"the probed attribute takes one value in the {name} rows; "
                             "both groups are needed for a probe")
-    scaler = StandardScaler().fit(h)
-    lr = LogisticRegression(C=1.0, max_iter=1000).fit(scaler.transform(h), t)
-    auc_lr = _auroc(tt, lr.decision_function(scaler.transform(ht)))
+    auc_lr = logistic_probe_auroc(h, t, ht, tt)
     net, _ = train_mlp(h, t, hv, tv, width=width, depth=depth, max_epochs=max_epochs,
                        patience=patience, seed=seed, accelerator=accelerator)
     auc_mlp = _auroc(tt, _logits(net, ht))

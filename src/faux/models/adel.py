@@ -536,24 +536,16 @@ class AdelModule(TabularModule):
 
 
 def val_probe_auroc(model: AdelNet, x_fit, s_fit, x_val, s_val) -> float:
-    """AUROC (either direction, >= 0.5) on ``x_val`` of a logistic regression of s fitted on
-    the standardised hidden layer of ``x_fit``: a cheap validation stand-in for the check's
-    probe (faux.fairness_check), which adds an MLP probe and reads the test rows."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import roc_auc_score
-    from sklearn.preprocessing import StandardScaler
+    """AUROC (either direction, >= 0.5) on ``x_val`` of the check's logistic probe of s
+    (:func:`faux.fairness_check.logistic_probe_auroc`) fitted on the hidden layer of
+    ``x_fit``: a cheap validation stand-in for the check, which adds an MLP probe and reads
+    the test rows."""
+    from faux.fairness_check import logistic_probe_auroc
 
-    was = model.training
-    model.eval()
     with torch.no_grad():
-        hf = model.hidden(x_fit).detach().cpu().double().numpy()
-        hv = model.hidden(x_val).detach().cpu().double().numpy()
-    model.train(was)
-    sf = s_fit.reshape(s_fit.shape[0], -1)[:, 0].cpu().numpy()
-    sv = s_val.reshape(s_val.shape[0], -1)[:, 0].cpu().numpy()
-    sc = StandardScaler().fit(hf)
-    lr = LogisticRegression(C=1.0, max_iter=1000).fit(sc.transform(hf), sf)
-    auc = float(roc_auc_score(sv, lr.decision_function(sc.transform(hv))))
+        hf, hv = (model.hidden(a).detach().cpu().double().numpy() for a in (x_fit, x_val))
+    sf, sv = (t.reshape(t.shape[0], -1)[:, 0].cpu().numpy() for t in (s_fit, s_val))
+    auc = logistic_probe_auroc(hf, sf, hv, sv)
     return max(auc, 1.0 - auc)
 
 
@@ -670,9 +662,10 @@ def refit_head(model: AdelNet, x, y, *, l2: float = 1e-4, max_iter: int = 200) -
 
     Full-batch L-BFGS of ``BCE(head(h), y) + l2 |W|^2`` from the head's current weights, on
     ``h = model.hidden(x)``; every other weight (and so the hidden layer a probe reads) is left
-    as it is. In place; returns ``model``. Last-layer retraining: the head the joint training
-    leaves is not the likelihood optimum for h, because the training stops at a validation
-    loss that includes the adversary's gain and the pairing penalty acts on the logit.
+    as it is. In place; returns ``model``. Last-layer retraining, to ask whether the joint
+    training (stopped on a validation loss that includes the adversary's gain, with a pairing
+    penalty on the logit) left accuracy in the head: measured on Adult, it did not
+    (decisions_fair.md round 11, item 1), so no recipe uses it.
     """
     x = as_features(x, "x")
     y = as_binary(y, x.shape[0], "y")
