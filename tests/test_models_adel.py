@@ -407,3 +407,20 @@ def test_probe_target_steers_the_alpha_floor_toward_the_validation_probes_target
     assert low[-1]["val_probe"] < high[-1]["val_probe"]   # and the model ends fairer
     with pytest.raises(ConfigError, match="probe_target"):
         train_adel(x, y, c, probe_target=0.6, **kw)     # needs validation rows
+
+
+def test_probe_kind_mlp_steers_by_the_mlp_probe_and_bad_kinds_are_refused():
+    """round 12: the same control with the nonlinear probe (which reads the toy's c at ~0.99,
+    above the logistic probe); an unknown kind is one ConfigError."""
+    x, y, c = _toy(1500, 0)
+    xv, yv, cv = _toy(700, 1)
+    kw = dict(width=16, depth=2, alpha=2.0, alpha_decay=0.5, alpha_min=1.0, n_adv=1,
+              adv_norm=True, decor=1.0, max_epochs=6, patience=None, seed=0,
+              accelerator="cpu", probe_step=1.5)
+    hist = train_adel(x, y, c, xv, yv, cv, probe_target=0.9999, probe_kind="mlp",
+                      **kw)[1]["probe_history"]
+    assert len(hist) >= 4 and all(0.5 <= h["val_probe"] < 0.9999 for h in hist)
+    floors = [h["floor"] for h in hist]
+    assert all(b < a for a, b in zip(floors, floors[1:]))     # below the target: it falls
+    with pytest.raises(ConfigError, match="probe_kind"):
+        train_adel(x, y, c, xv, yv, cv, probe_target=0.6, probe_kind="forest", **kw)

@@ -80,7 +80,7 @@ Training (manual optimisation in Lightning, two Adam optimisers at lr 1e-3, batc
     Early stopping and the best epoch then follow the validation label loss alone. Round 11
     of decisions_fair.md: 2 of 5 Adult quick seeds pass with it (1 without), and at the
     paper's sizes the logistic probe misses the nonlinear leak an MLP probe reads, so it
-    stays off;
+    stays off; ``probe_kind="mlp"`` steers by a small MLP probe instead (round 12);
 
 * early stopping monitors ``val_loss = L_y + max(0, gain)`` on the validation set (with
   ``decor``, its term included): the label loss plus the adversary's gain over chance, both
@@ -197,6 +197,7 @@ def swap_columns(x: torch.Tensor, edits) -> tuple[torch.Tensor, torch.Tensor]:
 PAIR_ON = ("logit", "hidden", "both")
 MMD_ON = ("hidden", "residual")
 HIDE_ON = ("hidden", "residual")
+PROBE_KINDS = ("logistic", "mlp")   # the probe probe_target steers by
 
 
 def score_gap(logit0: torch.Tensor, logit1: torch.Tensor) -> torch.Tensor:
@@ -283,7 +284,7 @@ class AdelModule(TabularModule):
                  mmd_rows: int = 64, mmd_pool: tuple | None = None, mmd_on: str = "hidden",
                  score_gap: float = 0.0, decor_whiten: bool = False,
                  probe_target: float | None = None, probe_step: float = 1.25,
-                 probe_data: tuple | None = None):
+                 probe_data: tuple | None = None, probe_kind: str = "logistic"):
         super().__init__(lr=lr)
         self.model = model
         self.h_s = float(h_s)
@@ -325,6 +326,7 @@ class AdelModule(TabularModule):
         # probe_target: the alpha floor follows a validation probe (see _steer_floor)
         self.probe_target = None if probe_target is None else float(probe_target)
         self.probe_step = float(probe_step)
+        self.probe_kind = str(probe_kind)
         self._probe_data = probe_data
         self._floor = min(self.alpha_min, self.alpha0)
         self.probe_history: list[dict] = []
@@ -441,7 +443,8 @@ class AdelModule(TabularModule):
         target, whatever the seed, instead of at a fixed weight (decisions_fair.md round 11)."""
         if self.alpha0 * self.alpha_decay ** (epoch + 1) > self._floor:
             return                                          # still in the warm-up
-        auc = val_probe_auroc(self.model, *self._probe_data)
+        auc = val_probe_auroc(self.model, *self._probe_data, kind=self.probe_kind,
+                              seed=self.seed + epoch)
         self.probe_history.append({"epoch": int(epoch), "val_probe": auc,
                                    "floor": self._floor})
         step = self.probe_step if auc > self.probe_target else 1.0 / self.probe_step
@@ -535,17 +538,22 @@ class AdelModule(TabularModule):
         return l_y + torch.relu(gain)
 
 
-def val_probe_auroc(model: AdelNet, x_fit, s_fit, x_val, s_val) -> float:
-    """AUROC (either direction, >= 0.5) on ``x_val`` of the check's logistic probe of s
-    (:func:`faux.fairness_check.logistic_probe_auroc`) fitted on the hidden layer of
-    ``x_fit``: a cheap validation stand-in for the check, which adds an MLP probe and reads
-    the test rows."""
-    from faux.fairness_check import logistic_probe_auroc
+def val_probe_auroc(model: AdelNet, x_fit, s_fit, x_val, s_val, *, kind: str = "logistic",
+                    seed: int = 0) -> float:
+    """AUROC (either direction, >= 0.5) on ``x_val`` of a probe of s fitted on the hidden
+    layer of ``x_fit``: ``kind="logistic"`` the check's logistic probe
+    (:func:`faux.fairness_check.logistic_probe_auroc`), ``"mlp"`` a small full-batch MLP
+    (:func:`faux.fairness_check.mlp_probe_auroc`, seeded by ``seed``). A cheap validation
+    stand-in for the check, which takes the larger of both probes and reads the test rows."""
+    from faux.fairness_check import logistic_probe_auroc, mlp_probe_auroc
 
     with torch.no_grad():
         hf, hv = (model.hidden(a).detach().cpu().double().numpy() for a in (x_fit, x_val))
     sf, sv = (t.reshape(t.shape[0], -1)[:, 0].cpu().numpy() for t in (s_fit, s_val))
-    auc = logistic_probe_auroc(hf, sf, hv, sv)
+    if kind == "mlp":
+        auc = mlp_probe_auroc(hf, sf, hv, sv, seed=seed)
+    else:
+        auc = logistic_probe_auroc(hf, sf, hv, sv)
     return max(auc, 1.0 - auc)
 
 
@@ -563,7 +571,8 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                mmd_rows: int = 64, mmd_on: str = "hidden", hide_on: str = "hidden",
                score_gap: float = 0.0, decor_whiten: bool = False,
                last_width: int | None = None, probe_target: float | None = None,
-               probe_step: float = 1.25, probe_rows: int = 4000, seed: int = 0,
+               probe_step: float = 1.25, probe_rows: int = 4000,
+               probe_kind: str = "logistic", seed: int = 0,
                extra_callbacks=(),
                max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
                lr: float = 1e-3, accelerator: str = "auto") -> tuple[AdelNet, dict]:
@@ -612,10 +621,12 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                           "score_gap=0")
     probe_data = None
     if probe_target is not None:
-        if val is None or not 0.5 < float(probe_target) < 1 or not float(probe_step) > 1:
+        if (val is None or not 0.5 < float(probe_target) < 1 or not float(probe_step) > 1
+                or probe_kind not in PROBE_KINDS):
             raise ConfigError("probe_target steers alpha by a validation probe: pass x_val, y_val "
-                              f"and s_val, 0.5 < probe_target < 1 and probe_step > 1 (got "
-                              f"{probe_target}, {probe_step})")
+                              f"and s_val, 0.5 < probe_target < 1, probe_step > 1 and probe_kind "
+                              f"in {PROBE_KINDS} (got {probe_target}, {probe_step}, "
+                              f"{probe_kind!r})")
         n_fit = min(int(probe_rows), x.shape[0])
         g = torch.Generator().manual_seed(int(seed) * 31 + 7)
         fit_rows = torch.randperm(x.shape[0], generator=g)[:n_fit]
@@ -634,7 +645,7 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                         mmd_pool=(x, s) if mmd > 0 or score_gap > 0 else None,
                         mmd_on=mmd_on, score_gap=score_gap, decor_whiten=decor_whiten,
                         probe_target=probe_target, probe_step=probe_step,
-                        probe_data=probe_data)
+                        probe_data=probe_data, probe_kind=probe_kind)
     warm = (math.ceil(math.log(alpha / max(alpha_min, 1.0)) / -math.log(alpha_decay))
             if alpha > max(alpha_min, 1.0) and alpha_decay < 1 else 0)
     start = time.perf_counter()
@@ -710,7 +721,8 @@ GUARDS = {"pred_loss": "bce", "flip": True, "cap": True, "interleave": True, "re
           "adv_steps": 1, "adv_width": 32, "adv_depth": 1, "alpha_min": 0.0, "adv_norm": False,
           "decor": 0.0, "alpha_decay": 0.9, "decor_momentum": 0.0, "pair": 0.0,
           "pair_on": "logit", "mmd": 0.0, "hide_on": "hidden", "score_gap": 0.0,
-          "decor_whiten": False, "last_width": None, "probe_target": None, "probe_step": 1.25}
+          "decor_whiten": False, "last_width": None, "probe_target": None, "probe_step": 1.25,
+          "probe_kind": "logistic"}
 
 
 @dataclass(frozen=True)
@@ -754,6 +766,7 @@ class AdelSpec:
     decor_whiten: bool = False
     probe_target: float | None = None
     probe_step: float = 1.25
+    probe_kind: str = "logistic"
     max_epochs: int = 100
     patience: int | None = 10
     batch_size: int = 64
