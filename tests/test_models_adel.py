@@ -424,3 +424,21 @@ def test_probe_kind_mlp_steers_by_the_mlp_probe_and_bad_kinds_are_refused():
     assert all(b < a for a, b in zip(floors, floors[1:]))     # below the target: it falls
     with pytest.raises(ConfigError, match="probe_kind"):
         train_adel(x, y, c, xv, yv, cv, probe_target=0.6, probe_kind="forest", **kw)
+
+
+def test_probe_select_ranks_epochs_over_the_target_behind_those_under_it():
+    """round 12: on the toy the logistic probe reads 0.99 after epoch 0 and 0.82 after epoch 1;
+    with target 0.9 the selection keeps epoch 1, with 0.5001 both carry SELECT_PENALTY."""
+    from faux.models.adel import SELECT_PENALTY
+
+    x, y, c = _toy(1500, 0)
+    xv, yv, cv = _toy(700, 1)
+    kw = dict(width=16, depth=2, alpha=2.0, alpha_decay=0.5, alpha_min=1.0, n_adv=1,
+              adv_norm=True, decor=1.0, max_epochs=2, patience=None, seed=0,
+              accelerator="cpu", probe_step=1.5, probe_select=True)
+    info = train_adel(x, y, c, xv, yv, cv, probe_target=0.9, **kw)[1]
+    over = [h["val_probe"] > 0.9 for h in info["probe_history"]]
+    assert over == [True, False]
+    assert info["best_epoch"] == 1 and info["best_val_loss"] < SELECT_PENALTY
+    info = train_adel(x, y, c, xv, yv, cv, probe_target=0.5001, **kw)[1]
+    assert info["best_val_loss"] > SELECT_PENALTY                # every epoch read above it

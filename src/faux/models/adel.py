@@ -80,7 +80,9 @@ Training (manual optimisation in Lightning, two Adam optimisers at lr 1e-3, batc
     Early stopping and the best epoch then follow the validation label loss alone. Round 11
     of decisions_fair.md: 2 of 5 Adult quick seeds pass with it (1 without), and at the
     paper's sizes the logistic probe misses the nonlinear leak an MLP probe reads, so it
-    stays off; ``probe_kind="mlp"`` steers by a small MLP probe instead (round 12);
+    stays off; ``probe_kind="mlp"`` steers by a small MLP probe instead, and
+    ``probe_select`` picks the best epoch among those whose probe read at or below the
+    target (the label loss alone would favour the leakiest epochs; round 12);
 
 * early stopping monitors ``val_loss = L_y + max(0, gain)`` on the validation set (with
   ``decor``, its term included): the label loss plus the adversary's gain over chance, both
@@ -198,6 +200,9 @@ PAIR_ON = ("logit", "hidden", "both")
 MMD_ON = ("hidden", "residual")
 HIDE_ON = ("hidden", "residual")
 PROBE_KINDS = ("logistic", "mlp")   # the probe probe_target steers by
+#: nats added to the validation loss of an epoch whose probe read above the target
+#: (``probe_select``): more than any label-loss difference between epochs
+SELECT_PENALTY = 10.0
 
 
 def score_gap(logit0: torch.Tensor, logit1: torch.Tensor) -> torch.Tensor:
@@ -284,7 +289,8 @@ class AdelModule(TabularModule):
                  mmd_rows: int = 64, mmd_pool: tuple | None = None, mmd_on: str = "hidden",
                  score_gap: float = 0.0, decor_whiten: bool = False,
                  probe_target: float | None = None, probe_step: float = 1.25,
-                 probe_data: tuple | None = None, probe_kind: str = "logistic"):
+                 probe_data: tuple | None = None, probe_kind: str = "logistic",
+                 probe_select: bool = False):
         super().__init__(lr=lr)
         self.model = model
         self.h_s = float(h_s)
@@ -327,6 +333,8 @@ class AdelModule(TabularModule):
         self.probe_target = None if probe_target is None else float(probe_target)
         self.probe_step = float(probe_step)
         self.probe_kind = str(probe_kind)
+        self.probe_select = bool(probe_select)
+        self._over_target = False     # this epoch's validation probe read above the target
         self._probe_data = probe_data
         self._floor = min(self.alpha_min, self.alpha0)
         self.probe_history: list[dict] = []
@@ -430,7 +438,10 @@ class AdelModule(TabularModule):
         if self.n_adv > 0 and (not self.reinit or self.current_epoch == 0):
             self._train_adversary()
 
-    def on_validation_epoch_end(self):
+    def on_validation_epoch_start(self):
+        # the weights validated are the epoch's final ones: probe them first, so that
+        # ``probe_select`` can mark this epoch's validation loss
+        self._over_target = False
         if self.probe_target is not None and not self.trainer.sanity_checking:
             self._steer_floor(self.current_epoch)
 
@@ -445,6 +456,7 @@ class AdelModule(TabularModule):
             return                                          # still in the warm-up
         auc = val_probe_auroc(self.model, *self._probe_data, kind=self.probe_kind,
                               seed=self.seed + epoch)
+        self._over_target = auc > self.probe_target
         self.probe_history.append({"epoch": int(epoch), "val_probe": auc,
                                    "floor": self._floor})
         step = self.probe_step if auc > self.probe_target else 1.0 / self.probe_step
@@ -534,7 +546,9 @@ class AdelModule(TabularModule):
     def val_loss(self, batch):
         l_y, gain = self._objective(batch)
         if self.probe_target is not None:
-            return l_y           # the steered floor holds s at the target; stop on y alone
+            # the steered floor holds s at the target; stop on y alone, and with probe_select
+            # rank an epoch whose probe read above the target behind every epoch below it
+            return l_y + (SELECT_PENALTY if self.probe_select and self._over_target else 0.0)
         return l_y + torch.relu(gain)
 
 
@@ -572,7 +586,7 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                score_gap: float = 0.0, decor_whiten: bool = False,
                last_width: int | None = None, probe_target: float | None = None,
                probe_step: float = 1.25, probe_rows: int = 4000,
-               probe_kind: str = "logistic", seed: int = 0,
+               probe_kind: str = "logistic", probe_select: bool = False, seed: int = 0,
                extra_callbacks=(),
                max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
                lr: float = 1e-3, accelerator: str = "auto") -> tuple[AdelNet, dict]:
@@ -645,7 +659,8 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
                         mmd_pool=(x, s) if mmd > 0 or score_gap > 0 else None,
                         mmd_on=mmd_on, score_gap=score_gap, decor_whiten=decor_whiten,
                         probe_target=probe_target, probe_step=probe_step,
-                        probe_data=probe_data, probe_kind=probe_kind)
+                        probe_data=probe_data, probe_kind=probe_kind,
+                        probe_select=probe_select)
     warm = (math.ceil(math.log(alpha / max(alpha_min, 1.0)) / -math.log(alpha_decay))
             if alpha > max(alpha_min, 1.0) and alpha_decay < 1 else 0)
     start = time.perf_counter()
@@ -722,7 +737,7 @@ GUARDS = {"pred_loss": "bce", "flip": True, "cap": True, "interleave": True, "re
           "decor": 0.0, "alpha_decay": 0.9, "decor_momentum": 0.0, "pair": 0.0,
           "pair_on": "logit", "mmd": 0.0, "hide_on": "hidden", "score_gap": 0.0,
           "decor_whiten": False, "last_width": None, "probe_target": None, "probe_step": 1.25,
-          "probe_kind": "logistic"}
+          "probe_kind": "logistic", "probe_select": False}
 
 
 @dataclass(frozen=True)
@@ -767,6 +782,7 @@ class AdelSpec:
     probe_target: float | None = None
     probe_step: float = 1.25
     probe_kind: str = "logistic"
+    probe_select: bool = False
     max_epochs: int = 100
     patience: int | None = 10
     batch_size: int = 64

@@ -103,6 +103,9 @@ class RealSettings:
     options: dict = field(default_factory=dict)         # faux.score options
     variants: dict = field(default_factory=dict)        # name -> {method: ..., **options}
     report_options: dict = field(default_factory=dict)  # faux_report options
+    # extra Table 3 reports: name -> {method: <a report method>, **report options overriding
+    # report_options}, e.g. fAux+IG from the mean baseline (docs/results_real.md, Table 3)
+    report_variants: dict = field(default_factory=dict)
     unfair_map: dict = field(default_factory=dict)      # UnfairMap(**...)
     fta_lin: dict = field(default_factory=dict)         # FTALin(**...)
     probe: dict = field(default_factory=lambda: {"width": 32, "depth": 1, "max_epochs": 30,
@@ -123,6 +126,11 @@ class RealSettings:
             if name in methods() or not isinstance(v, dict) or v.get("method") not in scorers:
                 raise ConfigError(f"variant {name!r} must be a new name with "
                                   f"method in {scorers}; got {v!r}")
+        for name, v in self.report_variants.items():
+            if (name in report_methods() or not isinstance(v, dict)
+                    or v.get("method") not in report_methods()):
+                raise ConfigError(f"report variant {name!r} must be a new name with method in "
+                                  f"{list(report_methods())}; got {v!r}")
         unknown = set(self.targets) ^ set(TARGETS)
         if unknown:
             raise ConfigError(f"real_study.targets must have exactly the keys {sorted(TARGETS)}; "
@@ -528,6 +536,10 @@ def transparency(tr: Trained, rows: Rows, data: RealData, settings: RealSettings
     for m in report_methods():
         r = tr.fitted[m].report(x0, **settings.report_options)
         reports[m] = aggregate_groups(r, data.feature_groups)
+    for name, v in settings.report_variants.items():
+        opts = {**settings.report_options, **{k: a for k, a in v.items() if k != "method"}}
+        reports[name] = aggregate_groups(tr.fitted[v["method"]].report(x0, **opts),
+                                         data.feature_groups)
     t_rep = time.perf_counter() - t
     ndcg = {m: ranking_ndcg(r, mi) for m, r in reports.items()}
 
@@ -620,7 +632,8 @@ class Settings:
             adel_max_epochs=real.get("adel_max_epochs"),
             gan_steps=int(real.get("gan_steps", p["gan_steps"])),
             options=dict(st["options"]), variants=dict(st["variants"] or {}),
-            report_options=dict(st["report_options"]), unfair_map=dict(st["unfair_map"] or {}),
+            report_options=dict(st["report_options"]),
+            report_variants=dict(st.get("report_variants") or {}), unfair_map=dict(st["unfair_map"] or {}),
             fta_lin=dict(st["fta_lin"] or {}), probe=dict(st["probe"]),
             targets=dict(st.get("targets") or TARGETS),
             fair_by_dataset={k: dict(v or {}) for k, v in
