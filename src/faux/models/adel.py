@@ -77,12 +77,12 @@ Training (manual optimisation in Lightning, two Adam optimisers at lr 1e-3, batc
     validation probe (a logistic regression of s on the standardised hidden layer of a fixed
     draw of ``probe_rows`` training rows, AUROC on the validation rows): multiplied by
     ``probe_step`` after an epoch whose probe reads above the target, divided otherwise.
-    Early stopping and the best epoch then follow the validation label loss alone. Round 11
-    of decisions_fair.md: 2 of 5 Adult quick seeds pass with it (1 without), and at the
-    paper's sizes the logistic probe misses the nonlinear leak an MLP probe reads, so it
-    stays off; ``probe_kind="mlp"`` steers by a small MLP probe instead, and
+    Early stopping and the best epoch then follow the validation label loss alone;
     ``probe_select`` picks the best epoch among those whose probe read at or below the
-    target (the label loss alone would favour the leakiest epochs; round 12);
+    target (the label loss alone favours the leakiest epochs). ``probe_kind="mlp"`` steers
+    by a small MLP probe instead. Off here; the quick profile sets target 0.56 with
+    ``probe_select`` (decisions_fair.md round 12: the fair model passes the check on the
+    5-seed means of Adult and Bank, 4/5 seeds each);
 
 * early stopping monitors ``val_loss = L_y + max(0, gain)`` on the validation set (with
   ``decor``, its term included): the label loss plus the adversary's gain over chance, both
