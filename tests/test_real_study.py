@@ -30,6 +30,7 @@ from faux.studies.real import (
     select_rows,
     subsample,
     summarise_pair,
+    target_facts,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -509,3 +510,15 @@ def test_the_fair_models_mmd_weight_follows_the_profile_and_the_aux_has_none(pro
     assert replace(d.aux, **sizes) == s.specs.aux
     if profile == "paper":
         assert replace(d.fair, **sizes) == s.specs.fair
+
+
+def test_target_facts_keep_the_probe_controls_history():
+    """round 12: a fair model steered by probe_target leaves its control in result.json."""
+    rows = select_rows(_toy_data(), TINY, seed=0)
+    check = {"accuracy": 0.8, "dp_gap": 0.1}
+    info = {"n_params": 10, "train_time_s": 1.0, "alpha_last": 1.25,
+            "probe_history": [{"epoch": 44, "val_probe": 0.61, "floor": 1.0}]}
+    facts = target_facts(info, check, rows)
+    assert facts["alpha_last"] == 1.25
+    assert facts["probe_history"] == [{"epoch": 44, "val_probe": 0.61, "floor": 1.0}]
+    assert "probe_history" not in target_facts({**info, "probe_history": []}, check, rows)

@@ -306,6 +306,11 @@ def target_facts(info: dict, check: dict, rows: Rows) -> dict:
     if "adv_accuracy" in info:
         out["adv_accuracy"] = float(info["adv_accuracy"])
         out["adv_chance"] = float(info["adv_chance"])
+    if info.get("alpha_last") is not None:
+        out["alpha_last"] = float(info["alpha_last"])
+    if info.get("probe_history"):      # the probe_target control, epoch by epoch
+        out["probe_history"] = [{k: float(v) if k != "epoch" else int(v) for k, v in h.items()}
+                                for h in info["probe_history"]]
     return out
 
 
