@@ -447,11 +447,12 @@ class AdelModule(TabularModule):
 
     def _steer_floor(self, epoch: int) -> None:
         """``probe_target``: once the decaying alpha has reached its floor, after each epoch a
-        logistic probe of s is fitted on the standardised hidden layer of a fixed draw of
-        training rows and scored on the validation rows (AUROC, either direction); above the
-        target the floor is multiplied by ``probe_step``, at or below it divided (kept within
-        [0.05, alpha]). The fairness pressure then settles where this probe reads about the
-        target, whatever the seed, instead of at a fixed weight (decisions_fair.md round 11)."""
+        probe of s (``probe_kind``: logistic or MLP) is fitted on the standardised hidden layer
+        of a fixed draw of training rows and scored on the validation rows (AUROC, either
+        direction); above the target the floor is multiplied by ``probe_step``, at or below it
+        divided (kept within [0.05, alpha]), and the epoch is marked for ``probe_select``. The
+        fairness pressure then settles where this probe reads about the target, whatever the
+        seed, instead of at a fixed weight (decisions_fair.md rounds 11-12)."""
         if self.alpha0 * self.alpha_decay ** (epoch + 1) > self._floor:
             return                                          # still in the warm-up
         auc = val_probe_auroc(self.model, *self._probe_data, kind=self.probe_kind,
