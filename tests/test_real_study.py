@@ -485,12 +485,16 @@ def test_quick_profile_caps_the_adel_models_past_their_warm_up():
     assert fair.pair > 0 and fair.decor_momentum > 0        # the recipe of decisions_fair.md
 
 
-@pytest.mark.parametrize("profile,mmd,last_width", [("quick", 3.0, 8), ("paper", 30.0, None)])
+@pytest.mark.parametrize("profile,mmd,last_width,probe_target",
+                         [("quick", 3.0, 8, 0.56), ("paper", 30.0, None, None)])
 def test_the_fair_models_mmd_weight_follows_the_profile_and_the_aux_has_none(profile, mmd,
-                                                                            last_width):
+                                                                            last_width,
+                                                                            probe_target):
     """Round 8 of docs/decisions_fair.md: 30 at the paper's sizes, 3 on the quick profile's
     8,000 rows (30 cost Adult 6 points of accuracy there). Round 10: the quick profile's
-    fair model has an 8-unit last hidden layer; the paper's and the aux's keep the width."""
+    fair model has an 8-unit last hidden layer; the paper's and the aux's keep the width.
+    Round 12: the quick profile's fair model steers alpha by a logistic probe toward 0.56 and
+    chooses the epoch under it; the paper's and the aux's do not."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
@@ -503,6 +507,9 @@ def test_the_fair_models_mmd_weight_follows_the_profile_and_the_aux_has_none(pro
     s = real_study.Settings.from_config(OmegaConf.to_container(cfg, resolve=True))
     assert s.specs.fair.mmd == mmd and s.specs.aux.mmd == 0.0
     assert s.specs.fair.last_width == last_width and s.specs.aux.last_width is None
+    assert s.specs.fair.probe_target == probe_target and s.specs.aux.probe_target is None
+    assert s.specs.fair.probe_select == (probe_target is not None)
+    assert s.specs.fair.probe_kind == "logistic" and not s.specs.aux.probe_select
     assert AdelSpec().mmd == 30.0          # the library default is the paper's
     # without Hydra (run_real's defaults) the same two recipes, up to the profile's epochs
     d = real_study.default_specs()

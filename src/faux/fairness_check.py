@@ -195,7 +195,7 @@ def mlp_probe_auroc(h_fit, t_fit, h_eval, t_eval, *, width: int = 32, steps: int
                     lr: float = 1e-2, seed: int = 0) -> float:
     """Held-out AUROC of a one-hidden-layer MLP (``width`` ReLU units, ``steps`` full-batch
     Adam steps at ``lr``) of ``t`` on the standardised hidden layer: fitted on ``h_fit``,
-    scored on ``h_eval``. A cheap nonlinear probe (~0.3 s on 4,000 rows of 8 units) for the
+    scored on ``h_eval``. A cheap nonlinear probe (no Lightning trainer, no early stopping) for the
     Adel model's per-epoch ``probe_target`` control; the check's own MLP probe
     (:func:`probe_auroc`) trains with early stopping on separate validation rows."""
     from sklearn.preprocessing import StandardScaler
