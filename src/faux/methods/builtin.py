@@ -46,13 +46,27 @@ class Gradient(Base):
 
 
 class LicUB(Base):
-    """``|grad f_tar . dx/dc|`` with the sampler's true derivative (synthetic data only)."""
+    """The generator's true derivative of the target in c (synthetic data only).
+
+    Parameters (``MethodConfig.params["lic_ub"]``): ``at`` (``mixed``, the default: the
+    target's gradient at the observed x times the sampler's stored dx/dc, wherever the
+    sampler took it; or one of ``faux.methods.lic_ub.LIC_AT``: the derivative of
+    ``c -> f_tar(x(c))`` through the batch's ``x_of_c``) and ``output`` (the output
+    differentiated; default the gradient tests' ``output``)."""
 
     def score(self, target, batch: Batch) -> torch.Tensor:
-        from faux.methods.lic_ub import lic_ub
+        from faux.errors import ConfigError
+        from faux.methods.lic_ub import lic_ub, lic_ub_composite
 
-        return lic_ub(target, batch.x, batch.dx_dc,
-                      output=self.config.options.get("output", "prob"))
+        p = self.config.of(self.name)
+        output = p.get("output") or self.config.options.get("output", "prob")
+        at = p.get("at", "mixed")
+        if at == "mixed":
+            return lic_ub(target, batch.x, batch.dx_dc, output=output)
+        if batch.x_of_c is None:
+            raise ConfigError(f"lic_ub_at={at!r} needs the generator's map c -> x "
+                              "(Batch.x_of_c); use lic_ub_at=mixed without it")
+        return lic_ub_composite(target, batch.x_of_c, batch.c, at=at, output=output)
 
 
 class Refit(Base):

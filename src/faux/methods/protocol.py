@@ -51,12 +51,15 @@ class TrainData:
 @dataclass
 class Batch:
     """The scored individuals: features, and what some tests read beside them (``c`` for
-    FlipTest's groups, ``y`` for Unfair Map's loss, ``dx_dc`` for LIC-UB)."""
+    FlipTest's groups, ``y`` for Unfair Map's loss, ``dx_dc`` for LIC-UB; ``x_of_c``, on
+    synthetic data, the map from c to these rows' features, latents and noise fixed, for
+    LIC-UB's one-point derivatives)."""
 
     x: torch.Tensor
     c: Any = None
     y: Any = None
     dx_dc: Any = None
+    x_of_c: Callable[[torch.Tensor], torch.Tensor] | None = None
 
 
 class Fitted(Protocol):

@@ -90,3 +90,50 @@ def ndcg(true_relevance, predicted_scores, k: int | None = None) -> float:
     if (t < 0).any():
         raise FauxError("NDCG relevances must be >= 0 (use absolute values)")
     return float(ndcg_score(t[None, :], p[None, :], k=k))
+
+
+# ------------------------------------------------------------------ prevalence-aware AP
+#
+# AP's floor rises with the positive rate pi: a ranking that puts every positive last still
+# has AP close to ``min_ap(pi)`` on many rows, so raw APs at different prevalences do not
+# compare. ``normalised_ap`` rescales to 0 = chance (AP = pi), 1 = perfect.
+
+
+def normalised_ap(ap: float, prevalence: float) -> float:
+    """``(AP - pi) / (1 - pi)``: 0 for a random ranking, 1 for a perfect one, negative below
+    chance. NaN where it is undefined: pi = 0 or 1 (one class), or either input NaN."""
+    ap, pi = float(ap), float(prevalence)
+    if not (np.isfinite(ap) and np.isfinite(pi)) or not 0.0 < pi < 1.0:
+        return float("nan")
+    return (ap - pi) / (1.0 - pi)
+
+
+def min_ap(prevalence: float) -> float:
+    """The lowest AP any ranking can reach at positive rate ``pi`` (many rows; every positive
+    ranked after every negative): ``1 - ((1 - pi) / pi) * ln(1 / (1 - pi))``. It rises from 0
+    at pi -> 0 to 1 at pi = 1. NaN outside [0, 1]."""
+    pi = float(prevalence)
+    if not 0.0 <= pi <= 1.0 or not np.isfinite(pi):
+        return float("nan")
+    if pi == 0.0:
+        return 0.0
+    if pi == 1.0:
+        return 1.0
+    return float(1.0 - ((1.0 - pi) / pi) * np.log(1.0 / (1.0 - pi)))
+
+
+def prevalence_cap(lowest_ap: float, tol: float = 1e-12) -> float:
+    """The largest positive rate at which ``lowest_ap`` is still reachable: the pi solving
+    ``min_ap(pi) = lowest_ap`` (bisection; ``min_ap`` is increasing). A table whose lowest AP
+    in a column is ``a`` cannot have had more than ``prevalence_cap(a)`` positives there."""
+    a = float(lowest_ap)
+    if not 0.0 <= a <= 1.0:
+        raise FauxError(f"an AP lies in [0, 1], got {lowest_ap}")
+    lo, hi = 0.0, 1.0
+    while hi - lo > tol:
+        mid = (lo + hi) / 2
+        if min_ap(mid) <= a:
+            lo = mid
+        else:
+            hi = mid
+    return lo

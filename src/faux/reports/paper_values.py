@@ -31,6 +31,17 @@ TABLE1 = {
                (.999, None), (.999, None)],
 }
 
+
+
+def table1_prevalence_caps() -> dict[str, float]:
+    """The highest positive rate each Table 1 column can have had: the lowest AP the paper
+    reports in the column (any method), through ``faux.metrics.ranking.prevalence_cap``."""
+    from faux.metrics.ranking import prevalence_cap
+
+    return {col: prevalence_cap(min(TABLE1[m][i][0] for m in TABLE1))
+            for i, col in enumerate(TABLE1_COLUMNS)}
+
+
 # Table 3: NDCG of transparency reports, (mean, std).
 TABLE3 = {
     "adult": {"fliptest": (.810, .150), "faux": (.802, .058), "faux_ng": (.807, .105),

@@ -121,6 +121,8 @@ class ColumnSettings:
     data_dir: str
     accelerator: str = "auto"
     aux_trainer: str = "single"  # a cell's aux retrainings: one by one, or as one stack
+    top_fraction: float = 0.3    # the fraction labelled positive by the top_fraction rule
+    lic_ub: dict = field(default_factory=dict)   # LIC-UB's parameters (at, output)
 
     def __post_init__(self):
         if self.aux_trainer not in AUX_TRAINERS:
@@ -283,8 +285,17 @@ def train_data(pc: PreparedColumn, aux_spec: MLPSpec | None, cache: Cache | None
     return TrainData(pc.train.x, pc.train.c, pc.val.x, pc.val.c, aux)
 
 
+def test_x_of_c(pc: PreparedColumn):
+    """The map ``c -> x`` of the column's test rows (their latents and noise fixed; the same
+    draw as ``pc.test``), or None without the generator."""
+    if pc.generator is None:
+        return None
+    seed = int(pc.key.get("data_seed", 0)) + 3          # the test set's seed in prepare_column
+    return pc.generator.fused_of_c(len(pc.test), pc.column.bias, pc.column.fusion, seed)
+
+
 def test_batch(pc: PreparedColumn) -> Batch:
-    return Batch(pc.test.x, pc.test.c, pc.test.y, pc.test.dx_dc)
+    return Batch(pc.test.x, pc.test.c, pc.test.y, pc.test.dx_dc, test_x_of_c(pc))
 
 
 def score_method(method: str, pc: PreparedColumn, run_seed: int, *, aux_spec: MLPSpec | None,

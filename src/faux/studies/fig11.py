@@ -84,7 +84,7 @@ def run(s: Settings, out_dir, log) -> dict:
     t2 = time.perf_counter()
     q = ft.quality(xv, cv)
     t_quality = time.perf_counter() - t2
-    labels, threshold = labels_for(pc, s.threshold)
+    labels, threshold = labels_for(pc, s.threshold, s.synth.top_fraction)
     rate = float(labels.float().mean())
     ap = average_precision(labels, scores)
     log(f"fig11 {col.xc}/{col.xy} bias {col.bias} {col.fusion}: lambda "

@@ -111,7 +111,7 @@ def run(s: Settings, out_dir, log) -> dict:
     col, arch = s.column, s.arch
     shared = prepare_shared(col, s.synth, s.target, s.column_seed)
     pc = shared.pc
-    label_t, threshold = labels_for(pc, s.threshold)
+    label_t, threshold = labels_for(pc, s.threshold, s.synth.top_fraction)
     rate = float(label_t.float().mean())
     log(f"fig5 {s.pair} {col.fusion} bias {col.bias} draw {s.draw}: d={pc.test.dim}, "
         f"target {arch['target_width']}x{arch['target_depth']}, aux "

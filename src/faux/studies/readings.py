@@ -50,14 +50,20 @@ AXES: dict[str, tuple] = {
     "threshold": ("mean_k_std", "k_std", "top_fraction"),   # A.7.6 threshold on the IFS
     "aux": ("mlp", "disentangled"),          # A.7.6 "perfectly disentangled auxiliary models"
     "ifs_output": ("prob", "logit"),         # eq. 38 on probabilities or logits
-    "lic_ub_at": ("mid", "observed"),        # where LIC-UB's dx/dc is taken
+    # where LIC-UB's derivative is taken: mixed = target gradient at the observed x times
+    # dx/dc at c = 1/2 (two points); the others are one point of c -> f_tar(x(c))
+    # (faux.methods.lic_ub.LIC_AT: mid, fd = eq. 17's finite difference, observed, path)
+    "lic_ub_at": ("mixed", "mid", "fd", "observed", "path"),
+    "lic_ub_output": ("target", "ifs"),      # LIC-UB on the gradient tests' output or the IFS's
     "target_output": ("prob", "logit"),      # eq. 9: target gradient of prob or logit
     "aux_output": ("prob", "logit"),         # eq. 9: aux gradient of prob or logit
     "ng": ("feature", "sample"),             # eq. 10 "l2 normalization of the gradients"
     "ig_baseline": ("zeros", "mean"),        # 3.4 fAux+IG: baseline not given
 }
 K_STD = 3.0                 # k of the threshold rules
-TOP_FRACTION = 0.3          # the fixed top fraction
+TOP_FRACTION = 0.3          # the top fraction of the top_fraction rule, unless the reading sets one
+#: numeric reading fields with their default and open-closed range (lo, hi]
+NUMERIC: dict[str, tuple[float, float, float]] = {"fraction": (TOP_FRACTION, 0.0, 1.0)}
 TARGET_ARCH = {"2x64": (64, 2), "3x128": (128, 3)}
 #: the tests of the study (faux.methods.registry.READINGS_METHODS)
 METHODS = registry.READINGS_METHODS
@@ -67,9 +73,15 @@ def check_reading(reading: dict, name: str = "reading") -> dict:
     """The reading's axis values, every axis present and every value among its choices;
     otherwise a ConfigError naming the choices."""
     r = {k: v for k, v in dict(reading).items() if k not in ("name", "cites")}
-    unknown = sorted(set(r) - set(AXES))
+    unknown = sorted(set(r) - set(AXES) - set(NUMERIC))
     if unknown:
-        raise ConfigError(f"{name}: unknown axis {unknown[0]!r}; axes: {', '.join(AXES)}")
+        raise ConfigError(f"{name}: unknown axis {unknown[0]!r}; axes: "
+                          f"{', '.join([*AXES, *NUMERIC])}")
+    for key, (default, lo, hi) in NUMERIC.items():
+        v = r.setdefault(key, default)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not lo < float(v) <= hi:
+            raise ConfigError(f"{name}: {key}={v!r} must be a number in ({lo}, {hi}]")
+        r[key] = float(v)
     for axis, choices in AXES.items():
         if axis not in r:
             raise ConfigError(f"{name}: axis {axis!r} has no value; choose one of "
@@ -89,7 +101,9 @@ def generator_settings(r: dict, names) -> tuple[dict, dict]:
         over["latent_dim"] = int(r["latent_dim"])
     tau = float(r["tau"]) if r["decoding"] == "gumbel" else AXES["tau"][0]
     return ({n: dict(over) for n in names} if over else {},
-            {"decoding": r["decoding"], "tau": tau, "dxdc_at": r["lic_ub_at"]})
+            {"decoding": r["decoding"], "tau": tau,
+             # the sampler stores dx/dc at the observed c for that reading, else at c = 1/2
+             "dxdc_at": "observed" if r["lic_ub_at"] == "observed" else "mid"})
 
 
 def reading_of(cfg: dict) -> tuple[str, dict]:
@@ -115,7 +129,14 @@ def synth_settings(cfg: dict, r: dict, names, sizes: dict | None = None) -> Colu
     options = {**base.options, "output": r["target_output"], "aux_output": r["aux_output"],
                "ng": r["ng"], "ig_baseline": r["ig_baseline"]}
     return dataclasses.replace(base, gen_study=study, gen_opts=gen_opts, threshold_k=K_STD,
-                               output=r["ifs_output"], options=options)
+                               output=r["ifs_output"], options=options,
+                               top_fraction=r["fraction"], lic_ub=lic_ub_params(r))
+
+
+def lic_ub_params(r: dict) -> dict:
+    """LIC-UB's parameters under reading ``r`` (``faux.methods.builtin.LicUB``)."""
+    return {"at": r["lic_ub_at"],
+            "output": r["ifs_output"] if r["lic_ub_output"] == "ifs" else r["target_output"]}
 
 
 def target_spec(cfg: dict, r: dict) -> MLPSpec:
@@ -156,12 +177,14 @@ class Settings:
                    bool(cfg.get("generator_scores", True)))
 
 
-def labels_for(pc: PreparedColumn, rule: str) -> tuple[torch.Tensor, float]:
-    """Test labels under a threshold rule, and the threshold (NaN for the top fraction)."""
+def labels_for(pc: PreparedColumn, rule: str,
+               fraction: float = TOP_FRACTION) -> tuple[torch.Tensor, float]:
+    """Test labels under a threshold rule, and the threshold (NaN for the top fraction,
+    ``fraction`` of the individuals by IFS)."""
     if rule == "mean_k_std":                 # what prepare_column labelled (k = K_STD)
         return pc.labels, pc.threshold
     if rule == "top_fraction":
-        return torch.as_tensor(top_fraction_labels(pc.ifs_test, TOP_FRACTION)), float("nan")
+        return torch.as_tensor(top_fraction_labels(pc.ifs_test, fraction)), float("nan")
     r = pc.ifs_reference.double()
     thr = float(K_STD * r.std())
     return (pc.ifs_test > thr).long(), thr
@@ -210,12 +233,12 @@ def run(s: Settings, out_dir, log) -> dict:
     phase = Phases()
     with phase("prepare"):
         pc = prepare_shared(col, s.synth, s.target, s.seed).pc
-    labels, thr = labels_for(pc, r["threshold"])
+    labels, thr = labels_for(pc, r["threshold"], s.synth.top_fraction)
     rate = float(labels.float().mean())
     log(f"{s.reading_name} / {s.name} ({col.xc}/{col.xy}, bias {col.bias}, {col.fusion}): "
         f"positive rate {rate:.3f}")
-    config = MethodConfig(s.synth.options, {"fta_lin": {"output": r["target_output"]}},
-                          s.synth.accelerator)
+    config = MethodConfig(s.synth.options, {"fta_lin": {"output": r["target_output"]},
+                                            "lic_ub": s.synth.lic_ub}, s.synth.accelerator)
     aux_seeds = registry.get("faux").run_seeds(s.seed, s.runs)    # the aux's retrainings
     data = TrainData(pc.train.x, pc.train.c, pc.val.x, pc.val.c,
                      aux_provider(pc, r["aux"], s.aux, s.synth, aux_seeds))

@@ -57,7 +57,8 @@ class Settings:
                    int(cfg["profile"]["runs"]), target_spec(cfg, r),
                    instantiate(cfg["model"]["aux"]),
                    method_config(cfg, synth.options, {"unfair_map": st.get("unfair_map"),
-                                                      "fta_lin": {"output": r["target_output"]}}),
+                                                      "fta_lin": {"output": r["target_output"]},
+                                                      "lic_ub": synth.lic_ub}),
                    synth, rname, r["threshold"], r["aux"])
 
 
@@ -70,7 +71,7 @@ def run(s: Settings, out_dir, log) -> dict:
     phase.add("generators", shared.generators_s)
     for name, sec in pc.timings.items():
         phase.add(name, sec)
-    labels, threshold = labels_for(pc, s.threshold)
+    labels, threshold = labels_for(pc, s.threshold, s.synth.top_fraction)
     rate = float(labels.float().mean())
     log(f"{s.name} ({col.xc}/{col.xy}, bias {col.bias}, {col.fusion}; reading {s.reading}): "
         f"positive rate {rate:.3f}, target accuracy {pc.target_info['accuracy']:.3f}")
