@@ -2,7 +2,8 @@
 
 Exit codes: 0 the audit ran and no gate failed; 1 a gate failed (``--fail-above`` /
 ``--max-flagged-rate``; the outputs are written); 2 bad input or usage (one line on
-stderr, nothing written); 3 an unexpected error (traceback on stderr).
+stderr, nothing written); 3 an unexpected error (traceback on stderr); 130 interrupted
+(Ctrl-C; one line on stderr, nothing written).
 """
 
 from __future__ import annotations
@@ -13,11 +14,16 @@ import traceback
 
 from faux.errors import FauxError
 
-EXIT_OK, EXIT_GATE, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_OK, EXIT_GATE, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 EPILOG = """exit codes: 0 = passed (or no gate set), 1 = gate failed (--fail-above /
 --max-flagged-rate; outputs still written), 2 = bad input or usage (one line on stderr,
-nothing written), 3 = unexpected error.
+nothing written), 3 = unexpected error, 130 = interrupted (Ctrl-C; nothing written).
+
+where it writes: --out must be new, empty, or an earlier audit's output (its
+.faux-audit.json marker lists the files that audit wrote, the only ones a rerun replaces);
+any other folder is refused unless --force, which writes beside the files there and never
+replaces, renames or deletes a file the audit did not write.
 
 example (the bundled Adult data, see README "Audit your own model"):
   faux audit --model model.skops --data adult.parquet --protected sex --label income \\
@@ -46,6 +52,7 @@ def _nonneg_float(v: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from faux.audit.core import FD_STEP_LOW_WARN, FD_STEP_MAX, FD_STEP_WARN
     from faux.audit.scoring import audit_methods  # the registry's target+aux methods
 
     p = argparse.ArgumentParser(prog="faux", description="faux: individual-fairness testing "
@@ -77,8 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "column except --protected and --label). One-hot columns named "
                    "'feature=value' are grouped in the feature ranking")
     a.add_argument("--out", metavar="DIR", default=None,
-                   help="output folder (default outputs/audit/<data file name>); replaced "
-                   "only once the audit completes")
+                   help="output folder (default outputs/audit/<data file name>): new, empty, "
+                   "or an earlier audit's output, whose files are replaced only once the "
+                   "audit completes (see 'where it writes' below)")
+    a.add_argument("--force", action="store_true",
+                   help="write into an --out folder that holds other files, beside them "
+                   "(they are never replaced, renamed or deleted)")
     a.add_argument("--methods", nargs="+", default=["faux", "faux_ng"],
                    choices=audit_methods(),
                    help="scorers, one score column each (default: faux faux_ng); the first "
@@ -113,13 +124,23 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default 30)")
     a.add_argument("--fd-step", type=float, default=0.1, metavar="H",
                    help="black-box models: central finite-difference step, in standard "
-                   "deviations of the features (default 0.1)")
+                   f"deviations of the features (default 0.1); must be above 0 and at most "
+                   f"{FD_STEP_MAX:g}, with a warning above {FD_STEP_WARN:g} (coarse) or below "
+                   f"{FD_STEP_LOW_WARN:g} (float32 rounding)")
     a.add_argument("--seed", type=int, default=0, help="seed of the sample and the aux model")
     a.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before or after the audit proper
+        print("faux audit: interrupted; nothing written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         from faux.audit.core import audit
@@ -131,14 +152,14 @@ def main(argv=None) -> int:
                     max_flagged_rate=args.max_flagged_rate,
                     protected_type=args.protected_type, fd_step=args.fd_step, seed=args.seed,
                     out_dir=args.out, trust_pickle=args.trust_pickle,
-                    trusted_types=args.trust_type,
+                    trusted_types=args.trust_type, force=args.force,
                     progress=False if args.no_progress else None)
     except FauxError as err:
         print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("faux audit: interrupted; nothing written", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception:
         traceback.print_exc()
         return EXIT_INTERNAL

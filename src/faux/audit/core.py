@@ -9,31 +9,55 @@ Two passes over the data, each in batches (a file is never loaded whole):
    batch, append the scores to ``scores.parquet`` and keep running counts (flagged per group),
    a bounded sample of scores for the plots, and the top flagged rows.
 
-Outputs are written into a temporary folder beside ``out_dir`` and renamed to it at the
-end, so a folder named ``out_dir`` is always complete (an earlier one is replaced).
+Where it writes: ``out_dir`` must be absent, empty, or an earlier audit's output (recognised
+by its marker file ``.faux-audit.json``, which lists the files that audit wrote); anything
+else is refused unless ``force``, which writes beside the files already there. The audit
+never replaces, renames or deletes a file it did not write. A new ``out_dir`` is staged in a
+uniquely named temporary folder beside it and renamed into place at the end, so a folder of
+that name is always complete; into an existing one the outputs are staged in a temporary
+folder inside it and moved into place file by file only once everything succeeded.
+
+Every setting (and ``out_dir``'s writability) is checked before the data are read. A
+Ctrl-C anywhere raises ``KeyboardInterrupt`` after removing what the audit had created.
 """
 
 from __future__ import annotations
 
 import heapq
 import json
+import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from faux.audit.data import ArraySource, check_columns, open_source, scan
+from faux.audit.data import PROTECTED_TYPES, ArraySource, check_columns, open_source, scan
 from faux.errors import ConfigError, DataError
 
 DEFAULT_THRESHOLDS = {"faux": 0.05, "faux_ng": 0.5, "faux_ig": 0.05, "fta": 0.1}
 N_TOP = 50  # flagged rows shown with their contributions
 PLOT_SAMPLE = 200_000  # scores kept for the plots
+SUMMARY_SCHEMA = 1  # version of summary.json's layout, also recorded in the marker
+MARKER = ".faux-audit.json"  # marks a folder as an audit's output and lists its files
+OUTPUT_FILES = ("scores.parquet", "summary.json", "report.html")
+STAGING_PREFIX = ".faux-audit.tmp-"  # staging folders inside an existing --out
+# --fd-step, in standard deviations of the features: a step of a whole standard deviation
+# or more is no longer a derivative (a 1e6 step scores every row about 0, flagging nobody);
+# above FD_STEP_WARN the difference quotient averages the model over a wide interval, below
+# FD_STEP_LOW_WARN a float32 model's rounding can swamp the difference
+FD_STEP_MAX = 1.0
+FD_STEP_WARN = 0.25
+FD_STEP_LOW_WARN = 1e-4
+SEED_MAX = 2**32 - 1  # numpy and Lightning take seeds in [0, 2**32)
 
 
 @dataclass
@@ -139,31 +163,28 @@ def _default_out(name: str) -> Path:
     return Path("outputs") / "audit" / name
 
 
-def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=None,
-          label: str | None = None, features=None, methods=("faux", "faux_ng"),
-          aux: str = "mlp", aux_epochs: int = 30, aux_width: int = 64, aux_depth: int = 2,
-          sample: int = 20_000, batch_size: int = 65_536, threshold: float | None = None,
-          fail_above: float | None = None, max_flagged_rate: float | None = None,
-          protected_type: str = "auto", fd_step: float = 0.1, seed: int = 0,
-          out_dir=None, name: str | None = None, trust_pickle: bool = False,
-          trusted_types=(), progress: bool | None = None, report: bool = True) -> AuditResult:
-    """Audit ``model`` for individual unfairness with respect to a protected attribute.
+def _warn(msg: str) -> None:
+    """One warning line on stderr (the CLI's prefix; the Python API prints it too)."""
+    print(f"faux audit: warning: {' '.join(msg.split())}", file=sys.stderr)
 
-    Data: in memory (``X`` a DataFrame or array, ``c`` the protected values or the name of a
-    column of ``X``, optional ``y``), or a file (``data`` a CSV/Parquet path and
-    ``protected`` its column name, optional ``label``). ``model``: a torch module returning
-    logits, a fitted scikit-learn-like classifier, a function x -> probability, or a model
-    file (see ``faux.audit.models``). ``methods``: scorers, the first one decides
-    ``flagged`` (score > threshold; ``fail_above`` is that threshold and a gate).
-    Returns an ``AuditResult``; writes ``scores.parquet``, ``summary.json`` and
-    ``report.html`` into ``out_dir`` when given.
-    """
-    from faux.audit.aux import train_aux
-    from faux.audit.models import as_target, load_model
-    from faux.audit.scoring import Scorer
 
-    t_start = time.perf_counter()
-    methods = list(methods)
+# --------------------------------------------------------------------------- settings
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int | np.integer) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
+
+
+def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, batch_size,
+                    threshold, fail_above, max_flagged_rate, protected_type, fd_step, seed,
+                    has_label) -> None:
+    """Every setting that needs no data, in one line each, before anything is read."""
+    from faux.audit.aux import AUX_KINDS
+
     if not methods:
         raise ConfigError("no methods given; pass at least one of faux, faux_ng, fta, faux_ig")
     unknown = [m for m in methods if m not in DEFAULT_THRESHOLDS]
@@ -173,10 +194,331 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
     if len(set(methods)) != len(methods):
         raise ConfigError(f"methods are repeated: {methods}")
     for v, what in ((sample, "sample"), (batch_size, "batch_size"), (aux_epochs, "aux_epochs")):
-        if int(v) != v or v < 1:
+        if not _is_number(v) or int(v) != v or v < 1:
             raise ConfigError(f"{what} must be a positive integer, got {v!r}")
-    if max_flagged_rate is not None and not 0 <= max_flagged_rate <= 1:
+    if not _is_int(aux_width) or aux_width < 1:
+        raise ConfigError(f"aux_width must be a positive integer, got {aux_width!r}")
+    if not _is_int(aux_depth) or aux_depth < 0:
+        raise ConfigError(f"aux_depth must be a non-negative integer, got {aux_depth!r}")
+    if not _is_int(seed) or not 0 <= seed <= SEED_MAX:
+        raise ConfigError(f"seed (--seed) must be an integer from 0 to {SEED_MAX}, got {seed!r}")
+    for v, what in ((threshold, "threshold (--threshold)"),
+                    (fail_above, "fail_above (--fail-above)")):
+        if v is not None and (not _is_number(v) or not math.isfinite(v) or v < 0):
+            raise ConfigError(f"{what} must be a finite non-negative number, got {v!r}")
+    if max_flagged_rate is not None and (not _is_number(max_flagged_rate)
+                                         or not 0 <= max_flagged_rate <= 1):
         raise ConfigError(f"max_flagged_rate must be in [0, 1], got {max_flagged_rate}")
+    if threshold is not None and fail_above is not None and threshold != fail_above:
+        raise ConfigError("threshold and fail_above differ; pass one of them (fail_above is "
+                          "the threshold and a gate)")
+    if protected_type not in PROTECTED_TYPES:
+        raise ConfigError(f"protected_type={protected_type!r} is not one of {PROTECTED_TYPES}")
+    if aux not in AUX_KINDS:
+        raise ConfigError(f"aux={aux!r} is not one of {AUX_KINDS}")
+    if aux == "adel" and not has_label:
+        raise ConfigError("--aux adel needs --label (the Adel aux is kept from reading y)")
+    if aux == "adel" and protected_type == "continuous":
+        raise ConfigError("the Adel aux is a classifier; use --aux mlp for a continuous "
+                          "protected attribute")
+    if (not _is_number(fd_step) or not math.isfinite(fd_step) or not 0 < fd_step
+            <= FD_STEP_MAX):
+        raise ConfigError(f"fd_step (--fd-step) must be a finite number of standard deviations "
+                          f"of the features, above 0 and at most {FD_STEP_MAX:g}, got "
+                          f"{fd_step!r}; the default 0.1 suits most models")
+
+
+def _check_fd_step_for(target, fd_step: float) -> None:
+    """Warn about a step that is allowed but unusual, for a model it is used on."""
+    if target.differentiable:
+        return
+    if fd_step > FD_STEP_WARN:
+        _warn(f"--fd-step {fd_step:g} standard deviations is coarse (above {FD_STEP_WARN:g}): "
+              "the finite differences average the model over a wide interval and can miss "
+              "local unfairness; the default is 0.1")
+    elif fd_step < FD_STEP_LOW_WARN:
+        _warn(f"--fd-step {fd_step:g} standard deviations is tiny (below {FD_STEP_LOW_WARN:g}): "
+              "a float32 model's rounding can swamp the differences; the default is 0.1")
+
+
+# --------------------------------------------------------------------------- where it writes
+
+
+def _marker_files(path: Path) -> set[str] | None:
+    """The output files a marker lists (only names the audit writes), or None when ``path``
+    is not a marker this audit wrote."""
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if (not isinstance(meta, dict) or not isinstance(meta.get("schema_version"), int)
+            or not isinstance(meta.get("files"), list)):
+        return None
+    return {f for f in meta["files"] if f in OUTPUT_FILES}
+
+
+def _legacy_output(out: Path, entries: list[str]) -> bool:
+    """An output of an audit from before the marker: only its files, with its summary."""
+    if "summary.json" not in entries or not set(entries) <= set(OUTPUT_FILES):
+        return False
+    if not all((out / e).is_file() and not (out / e).is_symlink() for e in entries):
+        return False
+    try:
+        s = json.loads((out / "summary.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(s, dict) and {"settings", "scoring", "gate", "flagged"} <= set(s)
+
+
+def _ignorable(name: str) -> bool:
+    """Staging folders and marker temporaries of audits (this one or a concurrent one)."""
+    return name.startswith(STAGING_PREFIX) or (name.startswith(f"{MARKER}.")
+                                               and name.endswith(".tmp"))
+
+
+def _writable_dir(folder: Path, out: Path) -> None:
+    try:  # an unnamed temporary file: nothing appears in the folder
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as err:
+        raise ConfigError(f"cannot write --out {out}: folder {folder} is not writable "
+                          f"({err.strerror or err}); pass a folder you can write") from err
+
+
+def _inspect_out(out: Path, files, force: bool) -> set[str] | None:
+    """Check that the audit may write ``files`` into ``out``. Returns None when ``out`` does
+    not exist yet, else the files there that an earlier audit wrote (it may replace them)."""
+    try:
+        return _inspect_out_unchecked(out, files, force)
+    except OSError as err:  # a folder on the way that cannot be read
+        raise ConfigError(f"cannot write --out {out}: {err.strerror or err} "
+                          f"({err.filename or out}); pass a folder you can write") from err
+
+
+def _inspect_out_unchecked(out: Path, files, force: bool) -> set[str] | None:
+    if out.is_symlink() and not out.exists():
+        raise ConfigError(f"--out {out} is a broken symbolic link; pass a folder path")
+    if out.exists() and not out.is_dir():
+        kind = "a file" if out.is_file() else "not a folder"
+        raise ConfigError(f"--out {out} is {kind}; pass a folder path (new, empty, or an "
+                          "earlier audit's output)")
+    if not out.exists():
+        anc = out.parent
+        while not anc.exists() and not anc.is_symlink() and anc != anc.parent:
+            anc = anc.parent
+        if not anc.is_dir():
+            raise ConfigError(f"cannot write --out {out}: {anc} is a file, not a folder; pass "
+                              "a folder path")
+        _writable_dir(anc, out)
+        return None
+    _writable_dir(out, out)
+    entries = sorted(e for e in os.listdir(out) if not _ignorable(e))
+    owned: set[str] = set()
+    if MARKER in entries:
+        listed = _marker_files(out / MARKER)
+        if listed is None:
+            raise ConfigError(f"--out {out} holds a {MARKER} the audit did not write; move it "
+                              "or pass another folder")
+        owned = {f for f in listed if f in entries}
+    elif _legacy_output(out, entries):
+        owned = set(entries)
+    elif entries and not force:
+        shown = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5
+                                          else "")
+        raise ConfigError(f"--out {out} holds files the audit did not write ({shown}); pass a "
+                          "new or empty folder, or --force to write beside them (they are "
+                          "never replaced or deleted)")
+    mine = set(owned) | ({MARKER} if MARKER in entries else set())
+    clash = [f for f in [*files, MARKER] if f in entries and f not in mine]
+    if clash:
+        raise ConfigError(f"--out {out} already holds {', '.join(clash)}, which the audit did "
+                          "not write and never replaces; move it or pass another folder")
+    return owned
+
+
+def _write_json_atomic(path: Path, obj) -> None:
+    """``obj`` as JSON at ``path``, through a uniquely named temporary file beside it."""
+    fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=2)
+        os.replace(name, path)
+    except BaseException:
+        with _suppress_oserror():
+            os.unlink(name)
+        raise
+
+
+@contextmanager
+def _suppress_oserror():
+    try:
+        yield
+    except OSError:
+        pass
+
+
+def _marker(files) -> dict:
+    return {"schema_version": SUMMARY_SCHEMA, "written_by": "faux audit",
+            "files": sorted(files)}
+
+
+class _Staging:
+    """Where the outputs are written while the audit runs, and what the audit created."""
+
+    def __init__(self, out: Path, files, force: bool):
+        self.out, self.files, self.force = out, list(files), force
+        self.created: list[Path] = []  # folders the audit made (removed if it fails)
+        if _inspect_out(out, self.files, force) is None:
+            missing = []
+            p = out.parent
+            while not p.exists():
+                missing.append(p)
+                p = p.parent
+            for p in reversed(missing):
+                p.mkdir()
+                self.created.append(p)
+            self.dir = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        else:
+            self.dir = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
+
+    def discard(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+        for p in reversed(self.created):
+            with _suppress_oserror():
+                p.rmdir()  # only if still empty
+
+
+@contextmanager
+def _folder_lock(folder: Path):
+    """An exclusive lock on ``folder`` (flock) while outputs are moved into place, so that
+    concurrent audits into one folder finish one after the other."""
+    fd = None
+    try:
+        import fcntl
+
+        fd = os.open(folder, os.O_RDONLY)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except (ImportError, OSError):
+        pass
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+# --------------------------------------------------------------------------- interrupts
+
+
+class _Interrupted(BaseException):
+    """Ctrl-C during the audit. Not a KeyboardInterrupt, which Lightning's trainer turns
+    into ``sys.exit(1)``; converted to KeyboardInterrupt once the audit has cleaned up."""
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextmanager
+def _interruptible():
+    """SIGINT raises ``_Interrupted`` in the audit (when it would raise KeyboardInterrupt);
+    the previous handler is restored afterwards, also when a library replaced it."""
+    if not _main_thread():
+        yield
+        return
+    prev = signal.getsignal(signal.SIGINT)
+
+    def handler(signum, frame):
+        raise _Interrupted
+
+    if prev is signal.default_int_handler:
+        signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, prev)
+
+
+@contextmanager
+def _deferred_interrupt():
+    """SIGINT waits while the outputs are moved into place (milliseconds), so that a
+    folder is never left half replaced; the audit then completes."""
+    if not _main_thread():
+        yield
+        return
+    hit = []
+    prev = signal.signal(signal.SIGINT, lambda signum, frame: hit.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, prev)
+        if hit:
+            _warn("interrupt received while the outputs were moved into place; they are "
+                  "complete")
+
+
+# --------------------------------------------------------------------------- the audit
+
+
+def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=None,
+          label: str | None = None, features=None, methods=("faux", "faux_ng"),
+          aux: str = "mlp", aux_epochs: int = 30, aux_width: int = 64, aux_depth: int = 2,
+          sample: int = 20_000, batch_size: int = 65_536, threshold: float | None = None,
+          fail_above: float | None = None, max_flagged_rate: float | None = None,
+          protected_type: str = "auto", fd_step: float = 0.1, seed: int = 0,
+          out_dir=None, name: str | None = None, trust_pickle: bool = False,
+          trusted_types=(), progress: bool | None = None, report: bool = True,
+          force: bool = False) -> AuditResult:
+    """Audit ``model`` for individual unfairness with respect to a protected attribute.
+
+    Data: in memory (``X`` a DataFrame or array, ``c`` the protected values or the name of a
+    column of ``X``, optional ``y``), or a file (``data`` a CSV/Parquet path and
+    ``protected`` its column name, optional ``label``). ``model``: a torch module returning
+    logits, a fitted scikit-learn-like classifier, a function x -> probability, or a model
+    file (see ``faux.audit.models``). ``methods``: scorers, the first one decides
+    ``flagged`` (score > threshold; ``fail_above`` is that threshold and a gate).
+    ``fd_step``: black boxes' finite-difference step in standard deviations of the features,
+    in (0, FD_STEP_MAX] (a warning above FD_STEP_WARN).
+    Returns an ``AuditResult``; writes ``scores.parquet``, ``summary.json``, ``report.html``
+    and the marker ``.faux-audit.json`` into ``out_dir`` when given (default
+    ``outputs/audit/<name>`` for a ``data`` file). ``out_dir`` must be new, empty or an
+    earlier audit's output; ``force`` writes beside other files (never replacing them).
+    Every setting is checked (ConfigError, one line) before the data are read; a Ctrl-C
+    raises KeyboardInterrupt with nothing left behind.
+    """
+    methods = list(methods)
+    with _interruptible():
+        try:
+            return _audit(model, X, c, data=data, protected=protected, y=y, label=label,
+                          features=features, methods=methods, aux=aux, aux_epochs=aux_epochs,
+                          aux_width=aux_width, aux_depth=aux_depth, sample=sample,
+                          batch_size=batch_size, threshold=threshold, fail_above=fail_above,
+                          max_flagged_rate=max_flagged_rate, protected_type=protected_type,
+                          fd_step=fd_step, seed=seed, out_dir=out_dir, name=name,
+                          trust_pickle=trust_pickle, trusted_types=trusted_types,
+                          progress=progress, report=report, force=force)
+        except _Interrupted:
+            raise KeyboardInterrupt from None
+
+
+def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, aux_epochs,
+           aux_width, aux_depth, sample, batch_size, threshold, fail_above, max_flagged_rate,
+           protected_type, fd_step, seed, out_dir, name, trust_pickle, trusted_types,
+           progress, report, force) -> AuditResult:
+    from faux.audit.aux import train_aux
+    from faux.audit.models import as_target, load_model
+    from faux.audit.scoring import Scorer, audit_methods
+
+    t_start = time.perf_counter()
+    has_label = label is not None if data is not None else y is not None
+    _check_settings(methods=methods, aux=aux, aux_epochs=aux_epochs, aux_width=aux_width,
+                    aux_depth=aux_depth, sample=sample, batch_size=batch_size,
+                    threshold=threshold, fail_above=fail_above,
+                    max_flagged_rate=max_flagged_rate, protected_type=protected_type,
+                    fd_step=fd_step, seed=seed, has_label=has_label)
+    files = [f for f in OUTPUT_FILES if report or f != "report.html"]
+    if out_dir is not None:  # before the data are opened: a bad --out fails fast
+        _inspect_out(Path(os.path.abspath(out_dir)), files, force)
     if data is not None:
         if protected is None:
             raise ConfigError("pass protected=<column name> with data=<file>")
@@ -197,50 +539,56 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
         feats = check_columns(source.columns + [c_col] + ([y_col] if y_col else []), c_col,
                               y_col, features, source.name)
     name = name or source.name
-    if threshold is not None and fail_above is not None and threshold != fail_above:
-        raise ConfigError("threshold and fail_above differ; pass one of them (fail_above is "
-                          "the threshold and a gate)")
     thr = fail_above if fail_above is not None else threshold
     primary = methods[0]
     if thr is None:
         thr = DEFAULT_THRESHOLDS[primary]
+    out = None
+    if out_dir is not None or data is not None:
+        out = Path(out_dir) if out_dir is not None else _default_out(name)
+        if out_dir is None:
+            _inspect_out(Path(os.path.abspath(out)), files, force)
     if isinstance(model, str | Path):  # before the data pass: a bad model fails fast
         target = load_model(model, len(feats), trust_pickle=trust_pickle,
                             trusted_types=trusted_types)
     else:
         target = as_target(model, len(feats))
+    allowed = audit_methods(target.differentiable)
+    for m in methods:
+        if m not in allowed:
+            kind = "a differentiable (torch)" if target.differentiable else "a black-box"
+            raise ConfigError(f"method {m!r} is not available for {kind} model; choose "
+                              f"from {', '.join(allowed)}")
+    _check_fd_step_for(target, fd_step)
 
     bar = _Progress(progress)
+    staging = None
     try:
-        sc = scan(source, feats, c_col, y_col, sample=int(sample), batch_size=int(batch_size),
-                  seed=seed, protected_type=protected_type,
-                  progress=bar.start("checking", source.n_rows))
-        _check_model_on_sample(target, sc.x)
-        z_sample = (sc.x - sc.mean) / sc.scale
-        aux_z, quality = train_aux(z_sample, sc.c, sc.protected, sc.y, kind=aux,
-                                   width=aux_width, depth=aux_depth, epochs=int(aux_epochs),
-                                   seed=seed)
-        ranking = _ranking(aux_z, z_sample, feats)
-        scorer = Scorer(target, aux_z, sc.mean, sc.scale, methods, fd_step=fd_step,
-                        batch_size=min(int(batch_size), 65_536))
-        k = 1 if sc.protected.kind != "categorical" else len(sc.protected.levels)
-        tmp = None
-        if out_dir is not None or data is not None:
-            out = Path(out_dir) if out_dir is not None else _default_out(name)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
         try:
+            sc = scan(source, feats, c_col, y_col, sample=int(sample),
+                      batch_size=int(batch_size), seed=seed, protected_type=protected_type,
+                      progress=bar.start("checking", source.n_rows))
+            _check_model_on_sample(target, sc.x)
+            z_sample = (sc.x - sc.mean) / sc.scale
+            try:
+                aux_z, quality = train_aux(z_sample, sc.c, sc.protected, sc.y, kind=aux,
+                                           width=aux_width, depth=aux_depth,
+                                           epochs=int(aux_epochs), seed=seed)
+            except SystemExit:  # Lightning's trainer exits on a KeyboardInterrupt
+                raise _Interrupted from None
+            ranking = _ranking(aux_z, z_sample, feats)
+            scorer = Scorer(target, aux_z, sc.mean, sc.scale, methods, fd_step=fd_step,
+                            batch_size=min(int(batch_size), 65_536))
+            k = 1 if sc.protected.kind != "categorical" else len(sc.protected.levels)
+            if out is not None:
+                staging = _Staging(Path(os.path.abspath(out)), files, force)
             thresholds = {m: DEFAULT_THRESHOLDS[m] for m in methods[1:]}
             thresholds = {primary: thr, **thresholds}
-            res = _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar,
+            res = _score_all(source, feats, c_col, sc, scorer, methods, thresholds,
+                             None if staging is None else staging.dir, bar,
                              batch_size=int(batch_size), seed=seed, keep=data is None)
-        except BaseException:
-            if tmp is not None:
-                shutil.rmtree(tmp, ignore_errors=True)
-            raise
-    finally:
-        bar.stop()
-    try:
+        finally:
+            bar.stop()
         n_flag, per_group, top, plot_scores, mem_scores, t_score, above = res
         top_df = _top_frame(top, scorer, feats)
         rate = n_flag / sc.n_rows
@@ -254,9 +602,10 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
             gate_reasons.append(f"flagged rate {rate:.4%} exceeds {max_flagged_rate:.4%} "
                                 f"(threshold {thr})")
         summary = {
+            "schema_version": SUMMARY_SCHEMA,
             "name": name,
             "model": {"source": target.source, "kind": target.kind,
-                      "differentiable": target.differentiable},
+                      "differentiable": target.differentiable, **target.provenance()},
             "data": {"rows": sc.n_rows, "features": feats, "protected": c_col, "label": y_col},
             "protected": {"kind": sc.protected.kind, "levels": [str(v) for v in sc.protected.levels],
                           "counts": sc.protected.counts},
@@ -284,11 +633,13 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
         }
         result = AuditResult(summary, ranking, top_df, mem_scores, None, not gate_reasons,
                              plot_scores)
-        if tmp is not None:
-            _finish(result, tmp, out, report)
+        if staging is not None:
+            _stage(result, staging.dir, report)
+            _finish(staging)
+            result.out_dir = out
     except BaseException:  # nothing partial is left behind
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+        if staging is not None:
+            staging.discard()
         raise
     return result
 
@@ -387,7 +738,9 @@ def _jsonable(obj):
     return obj
 
 
-def _finish(result: AuditResult, tmp: Path, out: Path, report: bool) -> None:
+def _stage(result: AuditResult, tmp: Path, report: bool) -> None:
+    """Write summary.json and report.html (and scores.parquet when scored in memory) into
+    the staging folder ``tmp``."""
     summary = dict(result.summary)
     summary["top_flagged"] = [
         {"row_id": int(r.row_id), "score": float(r.score), "group": r.group,
@@ -402,11 +755,30 @@ def _finish(result: AuditResult, tmp: Path, out: Path, report: bool) -> None:
         from faux.audit.report import write_report
 
         write_report(result, tmp / "report.html")
-    old = None
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        out.rename(old)
-    os.replace(tmp, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-    result.out_dir = out
+
+
+def _finish(staging: _Staging) -> None:
+    """Move the staged outputs into place. A new folder: the staging folder is renamed to
+    it. An existing one (empty, an earlier output, or --force): checked again, then its
+    marker lists the old and the new files, each file is moved in (atomically), the earlier
+    audit's files this run did not write are removed, and the marker lists the new files.
+    """
+    tmp, out = staging.dir, staging.out
+    new = sorted(p.name for p in tmp.iterdir())
+    with _folder_lock(out.parent), _deferred_interrupt():
+        if tmp.parent == out.parent and not out.exists() and not out.is_symlink():
+            _write_json_atomic(tmp / MARKER, _marker(new))
+            try:
+                os.rename(tmp, out)
+                return
+            except OSError:  # another writer made the folder meanwhile: join it below
+                (tmp / MARKER).unlink()
+        owned = _inspect_out(out, new, staging.force) or set()
+        _write_json_atomic(out / MARKER, _marker(owned | set(new)))
+        for f in new:
+            os.replace(tmp / f, out / f)
+        for f in owned - set(new):  # an earlier audit's file this one did not write
+            with _suppress_oserror():
+                (out / f).unlink()
+        _write_json_atomic(out / MARKER, _marker(new))
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -18,7 +18,11 @@ Formats, by content (not only by extension):
 - ONNX (``.onnx``): ``onnxruntime``; the output named like ``prob*`` (or the last float
   output) is read, column 1 of a two-column output.
 - pickle / joblib / ``torch.save``-d modules: only with ``trust_pickle=True`` (unpickling runs
-  code from the file).
+  code from the file); loading one prints a one-line warning on stderr naming the file and
+  its sha256.
+
+A model loaded from a file records its provenance (``TargetModel.provenance``): the file's
+path, its sha256, the loader, and for pickles and skops files the class of the object.
 
 The model must output for a binary target: a logit (torch, ``(n,)``/``(n, 1)``; two logits
 ``(n, 2)`` are read as ``z1 - z0``), ``predict_proba`` (sklearn-like, column 1), or a
@@ -27,6 +31,9 @@ probability output (ONNX).
 
 from __future__ import annotations
 
+import hashlib
+import os
+import sys
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,7 +92,10 @@ class TargetModel:
 
     ``module`` is set for differentiable (torch) models: logits ``(n,)`` of float32 input.
     ``n_features`` is the input width when the model states it (else None). ``kind`` and
-    ``source`` describe it for the report.
+    ``source`` describe it for the report. A model loaded from a file also has ``file``
+    (absolute path), ``sha256`` (of the file's bytes), ``loader`` (``torch.jit``,
+    ``torch.export``, ``skops``, ``onnxruntime``, ``lightgbm`` or ``pickle``) and, for
+    pickles and skops files, ``obj_class`` (the loaded object's class).
     """
 
     proba_fn: Callable[[np.ndarray], np.ndarray]
@@ -93,10 +103,21 @@ class TargetModel:
     source: str
     module: nn.Module | None = None
     n_features: int | None = None
+    file: str | None = None
+    sha256: str | None = None
+    loader: str | None = None
+    obj_class: str | None = None
 
     @property
     def differentiable(self) -> bool:
         return self.module is not None
+
+    def provenance(self) -> dict:
+        """``{"class", "file", "sha256", "loader"}`` for a model read from a file (the keys
+        that are known), else ``{}``."""
+        out = {"class": self.obj_class, "file": self.file, "sha256": self.sha256,
+               "loader": self.loader}
+        return {k: v for k, v in out.items() if v is not None}
 
     def proba(self, x: np.ndarray) -> np.ndarray:
         p = np.asarray(self.proba_fn(x), dtype=np.float64).reshape(-1)
@@ -267,7 +288,9 @@ def _load_skops(path: Path, trusted_types) -> TargetModel:
         raise ConfigError(f"{path.name} holds types skops does not trust by default: "
                           f"{', '.join(missing)}; check them and pass {flags}")
     est = sio.load(str(path), trusted=list(untrusted))
-    return from_estimator(est, f"skops file {path.name}")
+    tm = from_estimator(est, f"skops file {path.name}")
+    tm.obj_class = _class_name(est)
+    return tm
 
 
 def _load_onnx(path: Path) -> TargetModel:
@@ -312,35 +335,62 @@ def _is_lightgbm_text(path: Path) -> bool:
     return head.startswith(b"tree\n") or head.startswith(b"tree\r\n")
 
 
+def file_sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _class_name(obj) -> str:
+    t = type(obj)
+    return f"{t.__module__}.{t.__qualname__}"
+
+
 def load_model(path, d: int | None = None, *, trust_pickle: bool = False,
                trusted_types=()) -> TargetModel:
-    """Load a model file safely (see the module docstring for the formats)."""
+    """Load a model file safely (see the module docstring for the formats); the returned
+    model records the file, its sha256 and the loader."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"model file {path} not found; pass --model with an existing file")
     if path.stat().st_size == 0:
         raise DataError(f"model file {path} is empty; save the model again")
+    sha = file_sha256(path)
+    tm = _load_by_format(path, d, trust_pickle=trust_pickle, trusted_types=trusted_types,
+                         sha=sha)
+    tm.file, tm.sha256 = os.path.abspath(path), sha
+    return tm
+
+
+def _loaded_by(tm: TargetModel, loader: str) -> TargetModel:
+    tm.loader = loader
+    return tm
+
+
+def _load_by_format(path: Path, d, *, trust_pickle, trusted_types, sha) -> TargetModel:
     suffix = path.suffix.lower()
     names = _zip_names(path)
     try:
         if suffix == ".skops":
-            return _load_skops(path, trusted_types)
+            return _loaded_by(_load_skops(path, trusted_types), "skops")
         if suffix == ".onnx":
-            return _load_onnx(path)
+            return _loaded_by(_load_onnx(path), "onnxruntime")
         if any(n.endswith("models/model.json") for n in names):
-            return _load_export(path, d)
+            return _loaded_by(_load_export(path, d), "torch.export")
         if any("/code/" in n for n in names):
-            return from_torch(torch.jit.load(str(path), map_location="cpu"),
-                              f"TorchScript {path.name}", d)
+            return _loaded_by(from_torch(torch.jit.load(str(path), map_location="cpu"),
+                                         f"TorchScript {path.name}", d), "torch.jit")
         if _is_lightgbm_text(path):
             import lightgbm
 
-            return from_estimator(lightgbm.Booster(model_file=str(path)),
-                                  f"LightGBM model {path.name}")
+            return _loaded_by(from_estimator(lightgbm.Booster(model_file=str(path)),
+                                             f"LightGBM model {path.name}"), "lightgbm")
         if any(n.endswith("data.pkl") for n in names) or suffix in PICKLE_SUFFIXES:
             if not trust_pickle:
                 _refuse_pickle(path)
-            return _load_pickle(path, names, d)
+            return _load_pickle(path, names, d, sha)
     except (DataError, ConfigError):
         raise
     except Exception as err:
@@ -351,11 +401,15 @@ def load_model(path, d: int | None = None, *, trust_pickle: bool = False,
                     "file, or pickle/joblib with --trust-pickle")
 
 
-def _load_pickle(path: Path, names: list[str], d: int | None) -> TargetModel:
+def _load_pickle(path: Path, names: list[str], d: int | None, sha: str) -> TargetModel:
+    print(f"faux audit: warning: loading the pickle {os.path.abspath(path)} (sha256 {sha}) "
+          "runs code from the file; trusted by --trust-pickle", file=sys.stderr)
     if names:  # torch.save of a whole module
         obj = torch.load(str(path), map_location="cpu", weights_only=False)
     else:
         import joblib
 
         obj = joblib.load(path)
-    return as_target(obj, d)
+    tm = as_target(obj, d)
+    tm.loader, tm.obj_class = "pickle", _class_name(obj)
+    return tm

@@ -112,7 +112,17 @@ def write_report(result, path) -> None:
     mode = (f"autograd through the model ({sc['mode']})" if s["model"]["differentiable"] else
             f"black box: central finite differences, step {sc['fd_step_std']} standard "
             f"deviations, {sc['model_calls_per_row']} model calls per row")
-    settings_rows = [("model", e(s["model"]["source"])), ("scoring", e(mode)),
+    m = s["model"]
+    file_rows = []
+    if m.get("file"):
+        loader = m.get("loader") or "?"
+        if loader == "pickle":
+            loader += " (ran code from the file; trusted with --trust-pickle)"
+        file_rows = [("model file", e(m["file"])), ("model sha256", e(m.get("sha256") or "?")),
+                     ("loaded by", e(loader))]
+        if m.get("class"):
+            file_rows.append(("model class", e(m["class"])))
+    settings_rows = [("model", e(s["model"]["source"])), *file_rows, ("scoring", e(mode)),
                      ("rows", f"{s['data']['rows']:,}"),
                      ("features", len(s["data"]["features"])),
                      ("protected", f"{e(s['data']['protected'])} ({s['protected']['kind']})"),
