@@ -1,11 +1,14 @@
-"""The readings table (issue 13) from the ``readings_cell`` jobs: one row per reading with
-the AP of every cell, the positive rates, the claims of the paper's Table 1 it holds, its
-distance to the paper, and each CVAE's model score beside Table 2's; ``readings.png`` plots
-AP per method per column, one panel per reading (best first), the paper's values marked.
+"""The readings table from the ``readings_cell`` jobs: one row per reading with the AP,
+normalised AP and AUROC of every cell, the positive rates against the paper's caps, the
+claims of the paper's Table 1 it holds, its distance to the paper, every form of LIC-UB,
+how far the target is from linear in c, and each CVAE's model score beside Table 2's;
+``readings.png`` plots normalised AP per method per column, best readings first.
 
-The claims and the selection rule were declared before the search (issue 13): the best
-reading holds the most of C1-C5, ties broken by the smallest mean |AP - paper| over the
-fAux, fAux+NG, fAux+IG and LIC-UB rows.
+The selection rule was declared before the search (docs/readings.md): a reading is *valid*
+when its positive rate lies in [0.15, cap] on all 8 columns (cap: the highest rate the
+paper's lowest AP in that column allows); among valid readings the best holds C1 (LIC-UB
+AP >= 0.9 on 8/8), then the most of C2-C5, then the smallest mean |AP - paper| over the
+fAux, fAux+NG, fAux+IG and LIC-UB rows. Invalid readings rank after every valid one.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from faux.methods.registry import READINGS_METHODS as METHODS
+from faux.metrics.ranking import normalised_ap
 from faux.reports import paper_values as P
 from faux.reports.base import Report, done, write_tables
 from faux.reports.sweep import grid_gaps, results_of, unfinished_cells
@@ -28,13 +32,21 @@ COLUMNS = list(P.TABLE1_COLUMNS)
 OUTER = [c for c, v in P.TABLE1_COLUMNS.items() if v[3] == "outer"]
 CONCAT = [c for c, v in P.TABLE1_COLUMNS.items() if v[3] == "concat"]
 CLAIMS = {
-    "C1": "LIC-UB >= 0.95 on 8/8 columns",
+    "C1": "LIC-UB >= 0.9 on 8/8 columns",
     "C2": "fAux+NG above FTA and FTA + lin. aux on 8/8",
     "C3": "fAux+IG above FTA and FTA + lin. aux on 8/8",
     "C4": "fAux+NG >= fAux on the 4 outer-fusion columns",
     "C5": "best fAux variant >= 0.9 on the 4 concat columns",
 }
 FIT_ROWS = ("faux", "faux_ng", "faux_ig", "lic_ub")
+C1_AP = 0.9                     # LIC-UB must rank the labels at least this well everywhere
+MIN_RATE = 0.15                 # a valid reading has at least this many positives per column
+CAPS = P.table1_prevalence_caps()
+
+
+def valid(rates: dict) -> bool:
+    """Every column's positive rate in [MIN_RATE, the paper's cap for it]."""
+    return all(c in rates and MIN_RATE <= float(rates[c]) <= CAPS[c] for c in COLUMNS)
 
 
 def paper(method: str, column: str) -> float:
@@ -59,7 +71,7 @@ def claims(ap: dict) -> dict:
         return lambda c: g(m, c) > max(g("fta", c), g("fta_lin", c))
 
     return {
-        "C1": count(lambda c: g("lic_ub", c) >= 0.95, COLUMNS),
+        "C1": count(lambda c: g("lic_ub", c) >= C1_AP, COLUMNS),
         "C2": count(above_fta("faux_ng"), COLUMNS),
         "C3": count(above_fta("faux_ig"), COLUMNS),
         "C4": count(lambda c: g("faux_ng", c) >= g("faux", c), OUTER),
@@ -83,10 +95,17 @@ def frame_of(results: list[dict]) -> pd.DataFrame:
     for res in results:
         m = res["metrics"]
         d = by.setdefault(m["reading"], {"ap": {}, "rate": {}, "aux": {}, "gen": {},
+                                         "auroc": {}, "lic": {}, "lin": {},
                                          "settings": m["settings"], "wall_s": 0.0,
                                          "phase_s": {}})
         for meth, runs in m["ap_runs"].items():
             d["ap"].setdefault(meth, {})[m["column"]] = float(np.nanmean(runs))
+        for meth, runs in (m.get("auroc_runs") or {}).items():
+            d["auroc"].setdefault(meth, {})[m["column"]] = float(np.nanmean(runs))
+        for form, v in (m.get("lic_ub_forms") or {}).items():
+            d["lic"].setdefault(form, {})[m["column"]] = float(v["ap"])
+        if m.get("linearity"):
+            d["lin"][m["column"]] = float(m["linearity"]["gap_ratio_median"])
         d["rate"][m["column"]] = m["positive_rate"]
         if m.get("aux_accuracy_runs"):
             d["aux"][m["column"]] = float(np.mean(m["aux_accuracy_runs"]))
@@ -98,15 +117,24 @@ def frame_of(results: list[dict]) -> pd.DataFrame:
     rows = []
     for name, d in by.items():
         cl = claims(d["ap"])
-        row = {"reading": name, "claims_held": sum(v[0] for v in cl.values()),
+        row = {"reading": name, "valid": valid(d["rate"]), "c1": bool(cl["C1"][0]),
+               "claims_held": sum(v[0] for v in cl.values()),
+               "c2_c5_held": sum(cl[k][0] for k in ("C2", "C3", "C4", "C5")),
                **{k: f"{v[1]}/{v[2]}" for k, v in cl.items()},
                "paper_distance": paper_distance(d["ap"]),
                "complete": all(c in d["rate"] for c in COLUMNS), "job_s": d["wall_s"]}
         for c in COLUMNS:
-            row[f"rate {c}"] = d["rate"].get(c, np.nan)
+            rate = d["rate"].get(c, np.nan)
+            row[f"rate {c}"] = rate
             row[f"aux_acc {c}"] = d["aux"].get(c, np.nan)
+            row[f"linearity_gap {c}"] = d["lin"].get(c, np.nan)
             for meth in METHODS:
-                row[f"{meth} {c}"] = d["ap"].get(meth, {}).get(c, np.nan)
+                ap = d["ap"].get(meth, {}).get(c, np.nan)
+                row[f"{meth} {c}"] = ap
+                row[f"nap {meth} {c}"] = normalised_ap(ap, rate)
+                row[f"auroc {meth} {c}"] = d["auroc"].get(meth, {}).get(c, np.nan)
+            for form, per in d["lic"].items():
+                row[f"lic {form} {c}"] = per.get(c, np.nan)
         for ds, v in sorted(d["gen"].items()):
             row[f"model_score {ds}"] = v
         for k, v in d["phase_s"].items():
@@ -116,24 +144,41 @@ def frame_of(results: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     if df.empty:
         return df
-    df["_k"] = list(zip(-df["claims_held"], df["paper_distance"], df["reading"]))
+    df["_k"] = list(zip(~df["valid"], ~df["c1"], -df["c2_c5_held"], df["paper_distance"],
+                        df["reading"]))
     return df.sort_values("_k").drop(columns="_k").reset_index(drop=True)
+
+
+def _row(label: str, vals, f="{:.3f}") -> str:
+    return f"| {label} | " + " | ".join("" if pd.isna(v) else f.format(v) for v in vals) + " |"
 
 
 def markdown(df: pd.DataFrame) -> str:
     axes = [c for c in df.columns if c.startswith("setting ")]
-    lines = ["# Readings of the synthetic benchmark (issue 13)", "",
+    short = [c.replace("Synthetic-", "S") for c in COLUMNS]
+    lines = ["# Readings of the synthetic benchmark", "",
              "Claims: " + "; ".join(f"**{k}** {v}" for k, v in CLAIMS.items()) + ".",
-             "Selection rule (declared before the search): most claims held, ties broken by "
-             "the smallest mean |AP − paper| over the fAux, fAux+NG, fAux+IG and LIC-UB rows.",
-             "", "| rank | reading | claims held | " + " | ".join(CLAIMS)
+             f"Selection rule (declared before the search, docs/readings.md): a reading is "
+             f"*valid* when its positive rate lies in [{MIN_RATE}, cap] on all 8 columns; among "
+             "valid readings, C1 first, then the count of C2–C5 held, then the smallest mean "
+             "|AP − paper| over the fAux, fAux+NG, fAux+IG and LIC-UB rows.", "",
+             "| rank | reading | valid | C1 | C2–C5 held | " + " | ".join(CLAIMS)
              + " | mean abs(AP − paper) | job time (s) |",
-             "|---|---|---|" + "---|" * len(CLAIMS) + "---|---|"]
+             "|---|---|---|---|---|" + "---|" * len(CLAIMS) + "---|---|"]
     for i, r in df.iterrows():
         tag = "" if r["complete"] else " (incomplete)"
-        lines.append(f"| {i + 1} | {r['reading']}{tag} | {r['claims_held']} | "
+        lines.append(f"| {i + 1} | {r['reading']}{tag} | {'yes' if r['valid'] else 'no'} | "
+                     f"{'yes' if r['c1'] else 'no'} | {r['c2_c5_held']} | "
                      + " | ".join(str(r[k]) for k in CLAIMS)
                      + f" | {r['paper_distance']:.3f} | {r['job_s']:.0f} |")
+    lines += ["", "Positive rate per column against the paper's cap (the highest rate its lowest "
+              "AP in the column allows; `faux.metrics.ranking.prevalence_cap`):", "",
+              "| reading | " + " | ".join(short) + " |", "|---|" + "---|" * len(COLUMNS),
+              _row("paper's cap", [CAPS[c] for c in COLUMNS], "≤ {:.2f}")]
+    for _, r in df.iterrows():
+        lines.append(f"| {r['reading']} | " + " | ".join(
+            f"{r[f'rate {c}']:.2f}" + ("" if MIN_RATE <= r[f"rate {c}"] <= CAPS[c] else " ✗")
+            for c in COLUMNS) + " |")
     lines += ["", "Each reading's choices:", "",
               "| reading | " + " | ".join(a.replace("setting ", "") for a in axes) + " |",
               "|---|" + "---|" * len(axes)]
@@ -152,9 +197,38 @@ def markdown(df: pd.DataFrame) -> str:
         for _, r in df.iterrows():
             lines.append(f"| {r['reading']} | "
                          + " | ".join(f"{r[c]:.3f}" for c in gen_cols) + " |")
+    lines += ["", "Normalised AP, (AP − π)/(1 − π) (0 = chance, 1 = perfect), per method and "
+              "column; the paper's row is its AP normalised at its cap (a lower bound):", "",
+              "| reading | row | " + " | ".join(short) + " |", "|---|---|" + "---|" * len(COLUMNS)]
+    for m in METHODS:
+        lines.append(f"| paper | {SHORT[m]} | " + " | ".join(
+            f"{normalised_ap(paper(m, c), CAPS[c]):+.2f}" for c in COLUMNS) + " |")
+    for _, r in df.iterrows():
+        for m in METHODS:
+            lines.append(f"| {r['reading']} | {SHORT[m]} | " + " | ".join(
+                "" if pd.isna(r[f"nap {m} {c}"]) else f"{r[f'nap {m} {c}']:+.2f}"
+                for c in COLUMNS) + " |")
+    lic_cols = sorted({c.split(" ")[1] for c in df.columns if c.startswith("lic ")})
+    if lic_cols:
+        lines += ["", "Every form of LIC-UB (AP against the reading's labels; `at/output`: "
+                  "mixed = target gradient at the observed x times dx/dc at c = .5; mid, fd, "
+                  "observed = one point of c → f_tar(x(c)); path = its mean over [0, 1], the "
+                  "label in the limit, a check), and the median of "
+                  "|g(1) − g(0) − g′(.5)| / |g(1) − g(0)| for g(c) = f_tar(x(c)) on the IFS's "
+                  "output (0: g quadratic, where mid is exact):", "",
+                  "| reading | form | " + " | ".join(short) + " |",
+                  "|---|---|" + "---|" * len(COLUMNS)]
+        for _, r in df.iterrows():
+            for form in lic_cols:
+                if f"lic {form} {COLUMNS[0]}" in r and r[[f"lic {form} {c}" for c in COLUMNS]].notna().any():
+                    lines.append(f"| {r['reading']} | {form} | " + " | ".join(
+                        "" if pd.isna(r[f"lic {form} {c}"]) else f"{r[f'lic {form} {c}']:.3f}"
+                        for c in COLUMNS) + " |")
+            lines.append(f"| {r['reading']} | nonlinearity | " + " | ".join(
+                "" if pd.isna(r[f"linearity_gap {c}"]) else f"{r[f'linearity_gap {c}']:.2f}"
+                for c in COLUMNS) + " |")
     lines += ["", "AP per method and column (the paper's first):", "",
-              "| reading | row | " + " | ".join(c.replace("Synthetic-", "S") for c in COLUMNS)
-              + " |", "|---|---|" + "---|" * len(COLUMNS)]
+              "| reading | row | " + " | ".join(short) + " |", "|---|---|" + "---|" * len(COLUMNS)]
     for m in METHODS:
         lines.append(f"| paper | {SHORT[m]} | "
                      + " | ".join(f"{paper(m, c):.3f}" for c in COLUMNS) + " |")
@@ -169,8 +243,9 @@ def markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def figure(df: pd.DataFrame, path: Path, max_panels: int = 12) -> Path:
-    """AP per method per column, one panel per reading (best first), paper's values as dashes."""
+def figure(df: pd.DataFrame, path: Path, max_panels: int = 8) -> Path:
+    """Normalised AP per method per column, one panel per reading (best first), with the
+    paper's AP normalised at its cap as dashes (a lower bound of the paper's nAP)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -179,29 +254,34 @@ def figure(df: pd.DataFrame, path: Path, max_panels: int = 12) -> Path:
     d = df.head(max_panels)
     cols = max(1, min(4, len(d)))
     rows = int(np.ceil(len(d) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False,
+    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.3 * rows + 0.8), squeeze=False,
                              sharey=True)
     x = np.arange(len(COLUMNS))
     colors = dict(zip(METHODS, plt.cm.tab10.colors))
     for ax, (_, r) in zip(axes.flat, d.iterrows()):
         for m in METHODS:
-            ax.plot(x, [r[f"{m} {c}"] for c in COLUMNS], "o-", ms=3, lw=1, color=colors[m],
+            ax.plot(x, [r[f"nap {m} {c}"] for c in COLUMNS], "o-", ms=3, lw=1, color=colors[m],
                     label=SHORT[m])
-            ax.plot(x, [paper(m, c) for c in COLUMNS], "_", ms=9, mew=2, color=colors[m],
-                    alpha=0.6)
-        ax.plot(x, [r[f"rate {c}"] for c in COLUMNS], "k:", lw=1, label="positive rate")
-        ax.set_title(f"{r['reading']}: {r['claims_held']}/5 claims, "
-                     f"dist {r['paper_distance']:.3f}", fontsize=8)
+            ax.plot(x, [normalised_ap(paper(m, c), CAPS[c]) for c in COLUMNS], "_", ms=9,
+                    mew=2, color=colors[m], alpha=0.6)
+        ax.axhline(0, color="k", lw=0.6, ls=":")
+        ax.set_title(f"{r['reading']}\n{'valid' if r['valid'] else 'invalid'}, C1 "
+                     f"{'yes' if r['c1'] else 'no'}, C2–C5 {r['c2_c5_held']}/4", fontsize=8)
         ax.set_xticks(x, [f"S{i + 1}" for i in x], fontsize=7)
-        ax.set_ylim(0, 1.02)
+        ax.set_ylim(-1.02, 1.02)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("normalised AP")
     for ax in axes.flat[len(d):]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=6, loc="lower left")
-    fig.suptitle("Readings: AP per method (lines) against the paper's Table 1 (dashes)",
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    handles.append(plt.Line2D([], [], color="grey", marker="_", ls="", ms=9, mew=2))
+    labels.append("paper (at its cap)")
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
+    fig.suptitle("Readings: normalised AP per test (0 = chance) against the paper's Table 1",
                  fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
 
@@ -220,7 +300,8 @@ def build(sweep, results_dir: Path, figures_dir: Path) -> Report:
     report.files = write_tables(df, md, None, NAME, results_dir)
     report.files.append(figure(df, Path(figures_dir) / f"{NAME}.png"))
     best = df.iloc[0]
-    report.lines.append(f"selected reading (most claims, then closest to the paper): "
-                        f"{best['reading']} ({best['claims_held']}/5 claims, distance "
-                        f"{best['paper_distance']:.3f})")
+    report.lines.append(f"selected reading (valid, C1, most of C2-C5, then closest to the "
+                        f"paper): {best['reading']} ({'valid' if best['valid'] else 'INVALID'}, "
+                        f"C1 {'held' if best['c1'] else 'not held'}, {best['c2_c5_held']}/4 of "
+                        f"C2-C5, distance {best['paper_distance']:.3f})")
     return done(report, md)

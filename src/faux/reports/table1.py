@@ -11,12 +11,15 @@ from pathlib import Path
 import pandas as pd
 
 from faux.methods import registry
+from faux.metrics.ranking import normalised_ap
 from faux.reports import paper_values as P
 from faux.reports.base import Report, done, fmt, mean_std, write_tables
 from faux.reports.sweep import grid_gaps, results_of, unfinished_cells
 
 NAME = "table1"
 JOB = "table1_cell"
+#: the highest positive rate each paper column can have had (its lowest AP; paper_values)
+CAPS = P.table1_prevalence_caps()
 
 
 def build(sweep, results_dir: Path, figures_dir: Path) -> Report:
@@ -26,6 +29,7 @@ def build(sweep, results_dir: Path, figures_dir: Path) -> Report:
         m = res["metrics"]
         seen.add((m["column"], m["method"]))
         ap_mean, ap_std = mean_std(m["ap_runs"])
+        nap_mean, nap_std = mean_std([normalised_ap(a, m["positive_rate"]) for a in m["ap_runs"]])
         t30_mean, t30_std = mean_std(m["ap_top30_runs"])
         col_idx = list(P.TABLE1_COLUMNS).index(m["column"]) if m["column"] in P.TABLE1_COLUMNS else None
         paper = P.TABLE1.get(m["method"], [None] * 8)[col_idx] if col_idx is not None else None
@@ -33,6 +37,11 @@ def build(sweep, results_dir: Path, figures_dir: Path) -> Report:
             "column": m["column"], "xc": m["xc"], "xy": m["xy"], "bias": m["bias"],
             "fusion": m["fusion"], "method": m["method"], "ap_mean": ap_mean, "ap_std": ap_std,
             "n_runs": len(m["ap_runs"]), "positive_rate": m["positive_rate"],
+            "nap_mean": nap_mean, "nap_std": nap_std,
+            "auroc_mean": mean_std(m.get("auroc_runs") or [])[0],
+            "prevalence_cap": CAPS.get(m["column"]),
+            "over_cap": (bool(m["positive_rate"] > CAPS[m["column"]])
+                         if m["column"] in CAPS else None),
             "threshold": m.get("threshold"), "ap_top30_mean": t30_mean, "ap_top30_std": t30_std,
             "aux_accuracy": mean_std(m.get("aux_accuracy_runs") or [])[0],
             "reading": m.get("reading"),
@@ -141,10 +150,35 @@ def _table1_md(frame: pd.DataFrame) -> str:
             cells.append(f"{fmt(r.ap_mean, r.ap_std)} / {fmt(r.paper_ap_mean, r.paper_ap_std)}")
         out.append(f"| {registry.label(meth)} | " + " | ".join(cells) + " |\n")
     out.append(_claims_md(frame))
-    out.append("\n| column | positive rate | IFS threshold |\n|---|---|---|\n")
+    out.append("\nNormalised AP, (AP − π)/(1 − π) at the column's positive rate π: 0 is a random "
+               "ranking, 1 a perfect one (ours / the paper's at the highest π its lowest AP "
+               "allows, a lower bound of the paper's nAP):\n\n")
+    out.append(head)
+    for meth in _methods(frame):
+        sub = frame[frame["method"] == meth].set_index("column")
+        if sub.empty:
+            continue
+        cells = []
+        for c in cols:
+            if c not in sub.index:
+                cells.append("—")
+                continue
+            r = sub.loc[c]
+            pap = ("" if pd.isna(r.paper_ap_mean) or c not in CAPS
+                   else f" / {normalised_ap(r.paper_ap_mean, CAPS[c]):+.2f}")
+            cells.append(f"{r.nap_mean:+.2f}{pap}")
+        out.append(f"| {registry.label(meth)} | " + " | ".join(cells) + " |\n")
+    out.append("\n| column | positive rate | paper's cap | IFS threshold |\n|---|---|---|---|\n")
     first = frame.drop_duplicates("column").set_index("column")
     for c in cols:
-        out.append(f"| {c} | {first.loc[c].positive_rate:.3f} | {first.loc[c].threshold:.4g} |\n")
+        r = first.loc[c]
+        cap = CAPS.get(c)
+        mark = "" if cap is None or r.positive_rate <= cap else " **over the cap**"
+        out.append(f"| {c} | {r.positive_rate:.3f}{mark} | "
+                   f"{'' if cap is None else f'≤ {cap:.2f}'} | {r.threshold:.4g} |\n")
+    out.append("\nThe cap: the lowest AP the paper reports in a column bounds its positive rate "
+               "(the worst ranking at rate π has AP 1 − ((1 − π)/π)·ln(1/(1 − π)); "
+               "`faux.metrics.ranking.prevalence_cap`).\n")
     out.append("\nAP with the top 30% of individuals by IFS as positives (comparable across columns):\n\n")
     out.append(head)
     for meth in _methods(frame):

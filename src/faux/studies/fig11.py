@@ -24,7 +24,13 @@ from faux.metrics.ranking import ap_top_fraction, average_precision
 from faux.models.mlp import MLPSpec
 from faux.studies.column import Column, ColumnSettings, prepare_shared
 from faux.studies.grid import check_cell
-from faux.studies.readings import labels_for, reading_of, synth_settings, target_spec
+from faux.studies.readings import (
+    calibration_ifs,
+    labels_for,
+    reading_of,
+    synth_settings,
+    target_spec,
+)
 from faux.studies.resources import peak_rss_mb, reset_peak_rss
 
 JOB = "fig11_cell"
@@ -84,7 +90,8 @@ def run(s: Settings, out_dir, log) -> dict:
     t2 = time.perf_counter()
     q = ft.quality(xv, cv)
     t_quality = time.perf_counter() - t2
-    labels, threshold = labels_for(pc, s.threshold, s.synth.top_fraction)
+    labels, threshold = labels_for(pc, s.threshold, s.synth.top_fraction,
+                                   calibration_ifs(col, s.synth, s.target, s.seed, s.threshold))
     rate = float(labels.float().mean())
     ap = average_precision(labels, scores)
     log(f"fig11 {col.xc}/{col.xy} bias {col.bias} {col.fusion}: lambda "

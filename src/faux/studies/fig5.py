@@ -31,7 +31,7 @@ from faux.metrics.ranking import ap_top_fraction, average_precision
 from faux.models.mlp import MLPSpec, random_architecture
 from faux.studies.column import Column, ColumnSettings, prepare_shared, score_method
 from faux.studies.grid import check_cell, parse_pair
-from faux.studies.readings import labels_for, reading_of, synth_settings
+from faux.studies.readings import calibration_ifs, labels_for, reading_of, synth_settings
 from faux.studies.resources import peak_rss_mb, reset_peak_rss
 
 JOB = "fig5_cell"
@@ -111,7 +111,9 @@ def run(s: Settings, out_dir, log) -> dict:
     col, arch = s.column, s.arch
     shared = prepare_shared(col, s.synth, s.target, s.column_seed)
     pc = shared.pc
-    label_t, threshold = labels_for(pc, s.threshold, s.synth.top_fraction)
+    label_t, threshold = labels_for(
+        pc, s.threshold, s.synth.top_fraction,
+        calibration_ifs(col, s.synth, s.target, s.column_seed, s.threshold, s.synth.sizes))
     rate = float(label_t.float().mean())
     log(f"fig5 {s.pair} {col.fusion} bias {col.bias} draw {s.draw}: d={pc.test.dim}, "
         f"target {arch['target_width']}x{arch['target_depth']}, aux "

@@ -24,7 +24,7 @@ import torch
 from faux.errors import ConfigError
 from faux.methods import registry
 from faux.methods.protocol import MethodConfig, TrainData
-from faux.metrics.ranking import average_precision, top_fraction_labels
+from faux.metrics.ranking import auroc, average_precision, top_fraction_labels
 from faux.models.mlp import MLPSpec
 from faux.studies.column import (
     Column,
@@ -47,7 +47,9 @@ AXES: dict[str, tuple] = {
     "beta": (0.2, 1.0),                      # CVAE KL weight (A.7.3 silent)
     "latent_dim": ("table2", 16),            # CVAE latent size ("table2": 4, magic 8)
     "target": ("2x64", "3x128"),             # 4.1.1 "multi-layer fully connected networks"
-    "threshold": ("mean_k_std", "k_std", "top_fraction"),   # A.7.6 threshold on the IFS
+    # A.7.6 threshold on the IFS; calibrated: k std of the bias-0 IFS with k set so the
+    # pair's bias-0.5 column has ``fraction`` positives (one threshold for both bias levels)
+    "threshold": ("mean_k_std", "k_std", "top_fraction", "calibrated"),
     "aux": ("mlp", "disentangled"),          # A.7.6 "perfectly disentangled auxiliary models"
     "ifs_output": ("prob", "logit"),         # eq. 38 on probabilities or logits
     # where LIC-UB's derivative is taken: mixed = target gradient at the observed x times
@@ -177,17 +179,44 @@ class Settings:
                    bool(cfg.get("generator_scores", True)))
 
 
-def labels_for(pc: PreparedColumn, rule: str,
-               fraction: float = TOP_FRACTION) -> tuple[torch.Tensor, float]:
+def labels_for(pc: PreparedColumn, rule: str, fraction: float = TOP_FRACTION,
+               calibration_ifs: torch.Tensor | None = None) -> tuple[torch.Tensor, float]:
     """Test labels under a threshold rule, and the threshold (NaN for the top fraction,
-    ``fraction`` of the individuals by IFS)."""
+    ``fraction`` of the individuals by IFS). ``calibrated`` needs ``calibration_ifs``: the
+    IFS of the pair's bias-0.5 column (:func:`calibration_ifs`); its threshold is that
+    column's (1 - fraction) quantile, i.e. ``k * std`` of the bias-0 IFS with k chosen so the
+    bias-0.5 column lands at the fraction."""
     if rule == "mean_k_std":                 # what prepare_column labelled (k = K_STD)
         return pc.labels, pc.threshold
     if rule == "top_fraction":
         return torch.as_tensor(top_fraction_labels(pc.ifs_test, fraction)), float("nan")
+    if rule == "calibrated":
+        if calibration_ifs is None:
+            raise ConfigError("threshold=calibrated needs the IFS of the pair's bias-0.5 column")
+        thr = float(torch.quantile(torch.as_tensor(calibration_ifs).double(), 1.0 - fraction))
+        return (pc.ifs_test > thr).long(), thr
     r = pc.ifs_reference.double()
     thr = float(K_STD * r.std())
     return (pc.ifs_test > thr).long(), thr
+
+
+#: the bias level whose column sets the ``calibrated`` threshold of its pair and fusion
+CALIBRATION_BIAS = 0.5
+
+
+def calibration_ifs(col: Column, cs: ColumnSettings, target_spec: MLPSpec, seed: int,
+                    rule: str, sizes: dict | None = None) -> torch.Tensor | None:
+    """The IFS of the test rows of ``col``'s pair and fusion at bias 0.5 (its own when
+    ``col`` is that column), for the ``calibrated`` rule; None for the other rules."""
+    if rule != "calibrated":
+        return None
+    sib = Column(col.xc, col.xy, CALIBRATION_BIAS, col.fusion)
+    return prepare_shared(sib, cs, target_spec, seed, sizes).pc.ifs_test
+
+
+def calibrated_k(pc: PreparedColumn, threshold: float) -> float:
+    """The k of ``threshold = k * std(bias-0 IFS)`` (reported beside the calibrated rule)."""
+    return float(threshold / float(pc.ifs_reference.double().std()))
 
 
 def aux_provider(pc: PreparedColumn, kind: str, spec: MLPSpec, s: ColumnSettings,
@@ -233,7 +262,8 @@ def run(s: Settings, out_dir, log) -> dict:
     phase = Phases()
     with phase("prepare"):
         pc = prepare_shared(col, s.synth, s.target, s.seed).pc
-    labels, thr = labels_for(pc, r["threshold"], s.synth.top_fraction)
+    labels, thr = labels_for(pc, r["threshold"], s.synth.top_fraction,
+                             calibration_ifs(col, s.synth, s.target, s.seed, r["threshold"]))
     rate = float(labels.float().mean())
     log(f"{s.reading_name} / {s.name} ({col.xc}/{col.xy}, bias {col.bias}, {col.fusion}): "
         f"positive rate {rate:.3f}")
@@ -243,7 +273,7 @@ def run(s: Settings, out_dir, log) -> dict:
     data = TrainData(pc.train.x, pc.train.c, pc.val.x, pc.val.c,
                      aux_provider(pc, r["aux"], s.aux, s.synth, aux_seeds))
     batch = test_batch(pc)
-    ap_runs, aux_acc = {}, []
+    ap_runs, auroc_runs, aux_acc = {}, {}, []
     for name in METHODS:
         m = registry.get(name)
         aps = []
@@ -253,19 +283,45 @@ def run(s: Settings, out_dir, log) -> dict:
             with phase("score"):
                 sc = fitted.score(pc.target, batch)
             aps.append(average_precision(labels, sc))
+            auroc_runs.setdefault(name, []).append(auroc(labels, sc))
             if name == "faux":
                 aux_acc.append(fitted.info["aux_accuracy"])
         ap_runs[name] = aps
         log(f"  {name}: AP {sum(aps) / len(aps):.3f}")
+    with phase("lic_ub_forms"):
+        lic_forms, linearity = lic_ub_forms(pc, batch, labels, r)
+    log("  LIC-UB forms: " + ", ".join(f"{k} {v['ap']:.3f}" for k, v in lic_forms.items()))
     with phase("generator_scores"):
         gscores = generator_model_scores(pc, s.synth) if s.generator_scores else {}
     return {
         "reading": s.reading_name, "settings": r, "column": s.name, "xc": col.xc,
         "xy": col.xy, "bias": col.bias, "fusion": col.fusion, "ap_runs": ap_runs,
+        "auroc_runs": auroc_runs, "lic_ub_forms": lic_forms, "linearity": linearity,
         "positive_rate": rate, "threshold": thr, "n_test": len(pc.test),
         "target_accuracy": pc.target_info["accuracy"], "aux_accuracy_runs": aux_acc,
         "generator_scores": gscores, "phase_s": phase.seconds,
     }
+
+
+def lic_ub_forms(pc: PreparedColumn, batch, labels: torch.Tensor, r: dict) -> tuple[dict, dict]:
+    """Every form of LIC-UB on the column's test rows, on the target's and the IFS's output:
+    ``{"<at>/<output>": {"ap": .., "auroc": ..}}`` (``at`` in ``mixed`` and
+    ``faux.methods.lic_ub.LIC_AT``), and how far ``c -> f_tar(x(c))`` is from linear on the
+    IFS's output (``faux.methods.lic_ub.secant_gap``)."""
+    from faux.methods.lic_ub import LIC_AT, lic_ub, lic_ub_composite, secant_gap
+
+    out = {}
+    for output in dict.fromkeys((r["ifs_output"], r["target_output"])):
+        for at in ("mixed", *LIC_AT):
+            if at == "mixed":
+                if pc.test.dxdc_at != "mid":
+                    continue
+                sc = lic_ub(pc.target, batch.x, batch.dx_dc, output=output)
+            else:
+                sc = lic_ub_composite(pc.target, batch.x_of_c, batch.c, at=at, output=output)
+            out[f"{at}/{output}"] = {"ap": average_precision(labels, sc),
+                                     "auroc": auroc(labels, sc)}
+    return out, secant_gap(pc.target, batch.x_of_c, len(pc.test), output=r["ifs_output"])
 
 
 def sweep_readings(config) -> list[str]:

@@ -15,10 +15,17 @@ from dataclasses import dataclass
 from faux.errors import ConfigError
 from faux.methods import registry
 from faux.methods.protocol import MethodConfig, TrainData
-from faux.metrics.ranking import ap_top_fraction, average_precision
+from faux.metrics.ranking import ap_top_fraction, auroc, average_precision
 from faux.models.mlp import MLPSpec
 from faux.studies.column import Column, ColumnSettings, prepare_shared, score_method
-from faux.studies.readings import aux_provider, labels_for, reading_of, synth_settings, target_spec
+from faux.studies.readings import (
+    aux_provider,
+    calibration_ifs,
+    labels_for,
+    reading_of,
+    synth_settings,
+    target_spec,
+)
 from faux.studies.resources import Phases, peak_rss_mb, reset_peak_rss
 
 JOB = "table1_cell"
@@ -71,7 +78,8 @@ def run(s: Settings, out_dir, log) -> dict:
     phase.add("generators", shared.generators_s)
     for name, sec in pc.timings.items():
         phase.add(name, sec)
-    labels, threshold = labels_for(pc, s.threshold, s.synth.top_fraction)
+    labels, threshold = labels_for(pc, s.threshold, s.synth.top_fraction,
+                                   calibration_ifs(col, s.synth, s.target, s.seed, s.threshold))
     rate = float(labels.float().mean())
     log(f"{s.name} ({col.xc}/{col.xy}, bias {col.bias}, {col.fusion}; reading {s.reading}): "
         f"positive rate {rate:.3f}, target accuracy {pc.target_info['accuracy']:.3f}")
@@ -94,19 +102,20 @@ def run(s: Settings, out_dir, log) -> dict:
     phase.add("aux", aux_total)
     # what fitting cost besides the aux models: FlipTest's GANs, Unfair Map's metric...
     phase.add("gan" if "gan" in method.needs else "fit", max(fit_s - aux_total, 0.0))
-    aps, top30, facts = [], [], []
+    aps, aurocs, top30, facts = [], [], [], []
     for seed, f in zip(seeds, fitted):
         with phase("score"):
             scores, info = score_method(s.method, pc, seed, aux_spec=s.aux, cache=cache,
                                         accelerator=acc, fitted=f)
         with phase("metrics"):
             aps.append(average_precision(labels, scores))
+            aurocs.append(auroc(labels, scores))
             top30.append(ap_top_fraction(pc.ifs_test, scores, 0.3))
         facts.append(info)
         log(f"  {s.method} seed {seed}: AP {aps[-1]:.3f} (top-30% AP {top30[-1]:.3f})")
     return {
         "column": s.name, "xc": col.xc, "xy": col.xy, "bias": col.bias, "fusion": col.fusion,
-        "method": s.method, "ap_runs": aps, "ap_top30_runs": top30,
+        "method": s.method, "ap_runs": aps, "auroc_runs": aurocs, "ap_top30_runs": top30,
         "positive_rate": rate, "threshold": threshold, "reading": s.reading,
         "threshold_rule": s.threshold, "threshold_k": s.synth.threshold_k,
         "n_test": len(pc.test),
