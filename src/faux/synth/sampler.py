@@ -231,10 +231,12 @@ def generator_cache_key(name: str, cfg: dict, *, seed: int = 0, root=None) -> di
 
 
 def cpu_kernels() -> str:
-    """torch's CPU kernel set (e.g. ``AVX512``) and MKL's pinned code path, if any."""
+    """torch's CPU kernel set (e.g. ``AVX512``), MKL's and oneDNN's pinned code paths, if any
+    (``faux.kernels`` pins all three)."""
     import os
 
-    return f"{torch.backends.cpu.get_cpu_capability()}/mkl_cbwr={os.environ.get('MKL_CBWR', '')}"
+    return (f"{torch.backends.cpu.get_cpu_capability()}/mkl_cbwr={os.environ.get('MKL_CBWR', '')}"
+            f"/onednn={os.environ.get('ONEDNN_MAX_CPU_ISA', '')}")
 
 
 @dataclass
