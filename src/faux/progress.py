@@ -1,6 +1,6 @@
 """Sweep progress for every multirun: ``[k/N] <cell> <status> <seconds>s <headline>``.
 
-One Hydra callback (registered in ``conf/hydra/default.yaml``) serves every study and every
+One Hydra callback (registered in ``conf/harness.yaml``) serves every study and every
 launcher. Where a job ends depends on the launcher: the basic launcher runs ``run_job`` (and
 so ``on_job_end``) in the launching process, joblib runs it in a loky worker, Ray and
 submitit on other machines. So the two halves talk through the file system:
@@ -20,6 +20,8 @@ says ``cached`` and it counts as done immediately; the estimate of time left use
 durations of jobs that computed. On a terminal the display is a live ``rich`` progress bar
 (each finished job printed above it); in a log or CI it is one plain line per job. Set
 ``FAUX_PROGRESS=plain|rich|off`` to choose. Nothing here writes into a job's result files.
+On Ctrl-C, ``faux.run`` stops the display without its summary (:func:`stop_for_interrupt`)
+and prints one line instead.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -431,6 +434,7 @@ class SweepProgress(Callback):
         thread = threading.Thread(target=self._poll_loop, name="faux-progress", daemon=True)
         self._parent["thread"] = thread
         thread.start()
+        _LAUNCHED.append(self)
         atexit.register(self._close)       # a sweep that dies still prints its count
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -466,13 +470,54 @@ class SweepProgress(Callback):
             pass
 
 
+    def stop_quietly(self) -> tuple[int, int | None] | None:
+        """Stop the display without the summary (the process is leaving on Ctrl-C): the
+        events already written are shown, then ``(jobs finished, jobs in the sweep)``."""
+        p = self._parent
+        if p is None or p["closed"]:
+            return None
+        p["stop"].set()
+        p["thread"].join(timeout=2)
+        if p["lock"].acquire(timeout=1):      # not when Ctrl-C came inside a poll
+            p["lock"].release()
+            try:
+                self._poll()
+            except (OSError, ValueError):
+                pass
+        p["closed"] = True
+        try:
+            p["display"].stop([])
+        except (OSError, ValueError):
+            pass
+        return p["tally"].done, p["tally"].total
+
+
+#: the launcher-side callbacks of this process (for :func:`stop_for_interrupt`)
+_LAUNCHED: list[SweepProgress] = []
+
+
+def stop_for_interrupt() -> tuple[int, int | None] | None:
+    """Stop every sweep display of this process without its summary; ``(finished, total)``
+    of the last one still shown, None when none is."""
+    counts = None
+    for cb in _LAUNCHED:
+        counts = cb.stop_quietly() or counts
+    return counts
+
+
 def write_event(events_dir: Path, event: dict) -> Path:
-    """Write one job's event atomically (temporary file, then rename)."""
+    """Write one job's event atomically: a temporary file of its own (``tempfile.mkstemp``
+    in the folder, so no two writers share one), then a rename."""
     events_dir.mkdir(parents=True, exist_ok=True)
     path = events_dir / f"{event['num']}.json"
-    tmp = events_dir / f".{event['num']}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(event, default=str))
-    tmp.replace(path)
+    fd, tmp = tempfile.mkstemp(dir=events_dir, prefix=f".{event['num']}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(event, default=str))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 

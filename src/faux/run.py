@@ -20,7 +20,19 @@ other parameters into the same folder never overwrites another cell's result, an
 command finds the same folders (resume).
 
 Before the study runs, :func:`validate` checks what can be checked without training
-(synthetic column options, method names); a bad value is a one-line error, exit 2.
+(every numeric harness value of ``faux.harness_validate.RULES``, synthetic column options,
+method names); a bad value is a one-line error, exit 2. The harness table is also checked in
+the launching process before anything is written (:class:`SweepGuard`, a Hydra callback of
+conf/harness.yaml: the config, and each swept value of a sweep's jobs).
+
+Two launches into one sweep folder: every write has a temporary name of its own
+(:func:`write_json_atomic`: ``tempfile.mkstemp`` beside the target), and the launching
+process holds ``<sweep dir>/.sweep.lock`` (``flock``) while its sweep runs, so a second
+launch says so in one line, waits, and then finds the first one's results (skipped).
+
+Ctrl-C (:func:`main`): one line on stderr, the jobs finished and how to resume (rerun the
+same command: finished jobs are reused), exit 130, no traceback. ``main`` also sets
+``RAY_USAGE_STATS_ENABLED=0`` unless it is set (the Ray launcher attaches from this process).
 """
 
 from __future__ import annotations
@@ -30,11 +42,15 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
 import hydra
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from faux.errors import FauxError
@@ -173,10 +189,14 @@ def data_sha256(plain: dict) -> str | None:
 
 
 def validate(plain: dict) -> None:
-    """Checks that need no training, run before the study: a synthetic job's column options
-    (``faux.synth.sampler.check_synthetic_options``: datasets, bias, fusion, decoding, tau)
-    and its method name (the registry). Raises a one-line ConfigError."""
+    """Checks that need no training, run before the study: every numeric harness value
+    (``faux.harness_validate.RULES``: seed, sizes, epochs, steps, rates), a synthetic job's
+    column options (``faux.synth.sampler.check_synthetic_options``: datasets, bias, fusion,
+    decoding, tau) and its method name (the registry). Raises a one-line ConfigError."""
+    from faux import harness_validate
     from faux.errors import ConfigError
+
+    harness_validate.check(plain)
 
     column = plain.get("column")
     columns = plain.get("columns")
@@ -217,24 +237,32 @@ def finished(out_dir: Path, chash: str) -> dict | None:
 
 
 def write_json_atomic(path: Path, obj: dict) -> None:
-    """Write ``obj`` to a temporary file, fsync it, rename it over ``path``, fsync the folder:
-    after a crash ``path`` holds the old or the new content, never a part."""
-    tmp = path.with_suffix(".json.part")
-    with open(tmp, "w") as f:
-        f.write(json.dumps(obj, indent=2, default=float))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Write ``obj`` to a temporary file of its own (``tempfile.mkstemp`` in the same folder:
+    two processes writing one path never share it), fsync it, rename it over ``path``, fsync
+    the folder: after a crash ``path`` holds the old or the new content, never a part, and of
+    two concurrent writers the last rename wins whole."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     try:
-        fd = os.open(path.parent, os.O_RDONLY)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(obj, indent=2, default=float))
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)       # mkstemp makes 0600; results are read by other users
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
     except OSError:
         return
     try:
-        os.fsync(fd)
+        os.fsync(dfd)
     except OSError:
         pass
     finally:
-        os.close(fd)
+        os.close(dfd)
 
 
 def config_yaml_key(path: Path, data_sha256: str | None) -> dict:
@@ -301,11 +329,12 @@ def _make_logger(cfg: DictConfig):
 
 def execute(cfg: DictConfig) -> dict:
     """Run one job for a composed config (what ``main`` does, without Hydra's wrapper)."""
-    from faux import studies
+    from faux import harness_validate, studies
 
+    plain = plain_config(cfg)
+    harness_validate.check(plain)       # before the folder is touched (nothing marked stale)
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    plain = plain_config(cfg)
     data = data_sha256(plain)
     chash = config_hash(plain, data)
     done = finished(out_dir, chash)
@@ -432,8 +461,181 @@ def _flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 
-@hydra.main(version_base="1.3", config_path="../../conf", config_name="config")
-def main(cfg: DictConfig) -> None:
+# --------------------------------------------------------------------------- sweep guard
+#: the lock file of a sweep folder (``fcntl.flock``; held by the launching process)
+SWEEP_LOCK = ".sweep.lock"
+
+#: the sweep this process launched (for the resume hint after Ctrl-C)
+_SWEEP: dict = {}
+
+#: the top-level config keys ``faux.harness_validate.RULES`` reads
+_CHECKED = ("seed", "gan_seed", "draw", "profile", "reading", "study", "model", "real_study",
+            "fig8")
+
+
+def lock_sweep_dir(sweep_dir: Path, stream=None):
+    """Hold ``<sweep_dir>/.sweep.lock`` for this process (exclusive ``flock``; the open file
+    is returned, the lock goes with it or with the process). A second launch into the same
+    folder waits here, after one line on ``stream`` (stderr) naming the holder's pid; its
+    jobs then find the first launch's results and skip them."""
+    import fcntl
+
+    sweep_dir = Path(sweep_dir)
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    fh = open(sweep_dir / SWEEP_LOCK, "a+")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        holder = fh.read().strip() or "?"
+        print(f"waiting: another sweep (pid {holder}) is running in {sweep_dir}; this one "
+              f"starts when it ends and reuses its finished jobs",
+              file=stream or sys.stderr, flush=True)
+        fcntl.flock(fh, fcntl.LOCK_EX)
+    fh.seek(0)
+    fh.truncate()
+    fh.write(f"{os.getpid()}\n")
+    fh.flush()
+    return fh
+
+
+def _sections(config: DictConfig) -> dict:
+    """The resolved parts of ``config`` that the harness table checks (a part that does not
+    resolve here is left to the job, which resolves it again)."""
+    out = {}
+    for key in _CHECKED:
+        if key not in config:
+            continue
+        try:
+            node = config[key]
+            out[key] = (OmegaConf.to_container(node, resolve=True)
+                        if isinstance(node, DictConfig) else node)
+        except Exception:
+            continue
+    return out
+
+
+def check_launch(config: DictConfig, sweep: bool) -> None:
+    """The harness table over the launch's config and, for a sweep, over every swept value
+    of its expanded jobs (``seed=-1,0``). Raises a one-line ConfigError."""
+    from faux import harness_validate
+
+    harness_validate.check(_sections(config))
+    if not sweep:
+        return
+    from faux.progress import expand_sweep
+
+    jobs, _ = expand_sweep(config)
+    texts = sorted({o for job in jobs or [] for o in job})
+    if not texts:
+        return
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(texts)
+    except Exception:          # Hydra reports a malformed override itself
+        return
+    for o in parsed:
+        if o.is_sweep_override() or o.is_delete():
+            continue
+        try:
+            value = o.value()
+        except Exception:
+            continue
+        harness_validate.check_override(o.key_or_group, value)
+
+
+class SweepGuard(Callback):
+    """Hydra callback (``conf/harness.yaml``, before the progress display), in the
+    launching process: :func:`check_launch` before a run or a sweep starts (a bad value is
+    ``error: <key>=<value>: <expected>`` on stderr, exit 2, nothing written, no job run);
+    :func:`lock_sweep_dir` on the sweep folder until the sweep ends; in each job's process,
+    Ctrl-C as :class:`Interrupted` (:func:`install_interrupt_handler`)."""
+
+    def __init__(self) -> None:
+        self._lock = None
+
+    def __getstate__(self):
+        # travels to joblib/Ray/submitit workers inside Hydra's context; the lock stays here
+        state = dict(self.__dict__)
+        state["_lock"] = None
+        return state
+
+    def _check(self, config: DictConfig, sweep: bool) -> None:
+        try:
+            check_launch(config, sweep)
+        except FauxError as exc:
+            # Hydra turns a callback's exception into a warning and goes on; SystemExit is
+            # not an Exception, so it stops the launch here
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
+
+    def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        self._check(config, sweep=False)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        self._check(config, sweep=True)
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        raw = OmegaConf.to_container(config.hydra.sweep, resolve=False).get("dir", "")
+        _SWEEP.update(dir=sweep_dir, fixed="${now:" not in str(raw))
+        self._lock = lock_sweep_dir(sweep_dir)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        if self._lock is not None:
+            self._lock.close()          # closing the file releases the flock
+            self._lock = None
+
+    def on_job_start(self, config: DictConfig, **kwargs) -> None:
+        install_interrupt_handler()
+
+
+# --------------------------------------------------------------------------- interrupts
+class Interrupted(BaseException):
+    """Ctrl-C in a faux process. Not a KeyboardInterrupt: Lightning's ``fit`` turns that into
+    ``sys.exit(1)`` and ignores further Ctrl-C; this one it tears down and re-raises."""
+
+
+_interrupts = 0
+
+
+def _on_sigint(signum, frame) -> None:
+    global _interrupts
+    _interrupts += 1
+    if _interrupts > 1:             # a second Ctrl-C while the first unwinds: leave at once
+        os._exit(130)
+    raise Interrupted()
+
+
+def install_interrupt_handler() -> bool:
+    """Ctrl-C raises :class:`Interrupted` in this process (main thread, where Python's
+    default handler is still set). True when installed."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return False
+    signal.signal(signal.SIGINT, _on_sigint)
+    return True
+
+
+def interrupt_message() -> str:
+    """The one line printed on Ctrl-C: what finished, and how to resume."""
+    from faux import progress
+
+    counts = progress.stop_for_interrupt()
+    head = "interrupted"
+    if counts is not None:
+        done, total = counts
+        head += f" after {done}/{'?' if total is None else total} jobs"
+    if _SWEEP:
+        again = ("rerun the same command" if _SWEEP.get("fixed")
+                 else f"rerun the same command with hydra.sweep.dir={_SWEEP['dir']}")
+        return f"{head}; {again} to resume (finished jobs are reused)"
+    return f"{head}; rerun the same command to resume (models already built are reused)"
+
+
+# --------------------------------------------------------------------------- entry point
+def task(cfg: DictConfig) -> None:
+    """One job (Hydra's task function): :func:`execute`; a FauxError is one line, exit 2."""
     try:
         execute(cfg)
     except FauxError as exc:
@@ -441,5 +643,30 @@ def main(cfg: DictConfig) -> None:
         sys.exit(2)
 
 
+#: conf/ of this checkout (an absolute path: Hydra finds it whether this file runs as
+#: ``__main__`` or as ``faux.run``)
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+
+_hydra_main = hydra.main(version_base="1.3", config_path=str(CONF_DIR),
+                         config_name="config")(task)
+
+
+def main() -> None:
+    """``python -m faux.run [overrides]``: Hydra's main, with Ctrl-C as one line and the
+    resume hint on stderr (exit 130, no traceback), and Ray's usage statistics off unless
+    ``RAY_USAGE_STATS_ENABLED`` is set (the Ray launcher attaches from this process)."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    install_interrupt_handler()
+    try:
+        _hydra_main()
+    except (Interrupted, KeyboardInterrupt):
+        print(interrupt_message(), file=sys.stderr, flush=True)
+        sys.exit(130)
+
+
 if __name__ == "__main__":
-    main()
+    # run the imported module's main, so that the callbacks Hydra instantiates
+    # (``faux.run.SweepGuard``) and this entry point share one copy of this module's state
+    from faux.run import main as _main
+
+    _main()
