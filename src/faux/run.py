@@ -37,6 +37,12 @@ same command: finished jobs are reused), exit 130, no traceback. ``main`` also s
 
 from __future__ import annotations
 
+from faux.kernels import pin as _pin_kernels
+
+# one CPU kernel set on every machine, before anything imports torch (faux.kernels); the
+# processes the launchers start inherit it
+_pin_kernels()
+
 import hashlib
 import json
 import logging
