@@ -167,7 +167,12 @@ def test_provenance_written_by_aggregation_wins(make_docs, outputs, tmp_path):
 def test_readme_front_block_between_markers(make_docs, outputs, tmp_path):
     res = outputs / "results"
     (res / "table1.md").write_text("Table 1: AP, ours / paper.\n| method | S1 |\n|---|---|\n"
-                                   "| fAux | 0.9 / 0.3 |\n\nTop-30% AP:\n\n| method | S1 |\n")
+                                   "| fAux | 0.9 / 0.3 |\n\n"
+                                   "- C1 does not hold (6/8): LIC-UB\n- C2 holds (8/8): NG\n\n"
+                                   "| column | positive rate | paper's cap | IFS threshold |\n"
+                                   "|---|---|---|---|\n| Synthetic-1 | 0.300 | ≤ 0.50 | 1 |\n"
+                                   "| Synthetic-2 | 0.700 **over the cap** | ≤ 0.50 | 1 |\n"
+                                   "\nTop-30% AP:\n\n| method | S1 |\n")
     (res / "fig4.md").write_text("| dataset | AUROC |\n|---|---|\n| adult | 0.7 |\n")
     (res / "real_models.md").write_text("models\n")
     _png(outputs / "figures" / "fig4_adult.png", 300, 200, noise=False)
@@ -184,8 +189,11 @@ def test_readme_front_block_between_markers(make_docs, outputs, tmp_path):
     assert make_docs.main(args) == 0
     text = readme.read_text()
     assert text.startswith("# faux\n\n<!-- make docs: front -->") and text.endswith("\nrest\n")
-    assert "old" not in text and "| fAux | 0.9 / 0.3 |" in text and "Top-30%" not in text
+    assert "\nold\n" not in text and "| fAux | 0.9 / 0.3 |" in text and "Top-30%" not in text
     assert "Table 1: AP, ours / paper." in text
+    assert "reproduced" not in text
+    assert ("The paper's claims held: 1 of 2 (C1 not held 6/8, C2 held 8/8" in text
+            and "Positive rate 0.30–0.70 on the 2 columns, over the paper's cap on 1." in text)
     assert "(docs/figures/fig4_adult.png)" in text and "`make fig4 PROFILE=quick`" in text
     assert (docs / "fig4_adult.png").is_file()
     assert make_docs.main(args) == 0 and readme.read_text() == text     # idempotent
