@@ -160,10 +160,11 @@ def test_generator_key_records_the_cpu_kernels():
     assert key["cpu"] == cpu_kernels() and key["cpu"].startswith(
         torch.backends.cpu.get_cpu_capability())
     code = "from faux.synth.sampler import cpu_kernels; print(cpu_kernels())"
-    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "AVX2"}
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "AVX2",
+           "ONEDNN_MAX_CPU_ISA": "AVX2"}
     other = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                            text=True, timeout=120).stdout.strip()
-    assert other == "DEFAULT/mkl_cbwr=AVX2" != key["cpu"]
+    assert other == "DEFAULT/mkl_cbwr=AVX2/onednn=AVX2" != key["cpu"]
 
 
 def test_cached_target_key_holds_the_thread_count_and_device(tmp_path):
