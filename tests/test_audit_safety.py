@@ -13,7 +13,6 @@ import threading
 import time
 
 import joblib
-import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -22,22 +21,15 @@ import faux
 import faux.audit.core as core
 from faux.audit.cli import EXIT_GATE, EXIT_INPUT, EXIT_OK, build_parser, main
 from faux.errors import ConfigError
+from test_audit_cli import Proxy
+from test_audit_cli import _frame as _cli_frame
 
 EXIT_INTERRUPTED = 130
 MARKER = ".faux-audit.json"
 
 
-class Proxy(torch.nn.Module):
-    def forward(self, x):
-        return 0.5 * x[:, 0] + 4.0 * torch.sigmoid(8 * x[:, 1]) * (x[:, 3] - 0.5)
-
-
 def _frame(n=300, seed=0):
-    rng = np.random.default_rng(seed)
-    c = rng.integers(0, 2, n)
-    return pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n),
-                         "x3": rng.normal(size=n), "proxy": c + 0.3 * rng.normal(size=n),
-                         "gender": np.array(["f", "m"])[c]})
+    return _cli_frame(n, seed)
 
 
 @pytest.fixture

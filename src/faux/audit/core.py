@@ -507,7 +507,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
            progress, report, force) -> AuditResult:
     from faux.audit.aux import train_aux
     from faux.audit.models import as_target, load_model
-    from faux.audit.scoring import Scorer, audit_methods
+    from faux.audit.scoring import Scorer, check_methods_for
 
     t_start = time.perf_counter()
     has_label = label is not None if data is not None else y is not None
@@ -553,12 +553,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                             trusted_types=trusted_types)
     else:
         target = as_target(model, len(feats))
-    allowed = audit_methods(target.differentiable)
-    for m in methods:
-        if m not in allowed:
-            kind = "a differentiable (torch)" if target.differentiable else "a black-box"
-            raise ConfigError(f"method {m!r} is not available for {kind} model; choose "
-                              f"from {', '.join(allowed)}")
+    check_methods_for(target, methods)
     _check_fd_step_for(target, fd_step)
 
     bar = _Progress(progress)

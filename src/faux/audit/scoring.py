@@ -45,17 +45,22 @@ def audit_methods(differentiable: bool = True) -> tuple[str, ...]:
     return names if differentiable else tuple(m for m in names if m not in TORCH_ONLY)
 
 
+def check_methods_for(target: TargetModel, methods) -> None:
+    """ConfigError naming the choices when a method cannot run on this kind of model."""
+    allowed = audit_methods(target.differentiable)
+    for m in methods:
+        if m not in allowed:
+            kind = "a differentiable (torch)" if target.differentiable else "a black-box"
+            raise ConfigError(f"method {m!r} is not available for {kind} model; choose "
+                              f"from {', '.join(allowed)}")
+
+
 class Scorer:
     """Scores and per-feature contributions of batches of raw rows ``x`` (numpy (m, d))."""
 
     def __init__(self, target: TargetModel, aux_z: nn.Module, mean, scale, methods, *,
                  fd_step: float = 0.1, batch_size: int = 65536):
-        allowed = audit_methods(target.differentiable)
-        for m in methods:
-            if m not in allowed:
-                kind = "a differentiable (torch)" if target.differentiable else "a black-box"
-                raise ConfigError(f"method {m!r} is not available for {kind} model; choose "
-                                  f"from {', '.join(allowed)}")
+        check_methods_for(target, methods)
         if not fd_step > 0:
             raise ConfigError(f"fd_step must be positive, got {fd_step}")
         self.target, self.aux = target, aux_z

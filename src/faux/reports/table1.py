@@ -133,41 +133,37 @@ def _methods(frame: pd.DataFrame) -> list[str]:
     return sorted(set(frame["method"]), key=registry.order)
 
 
-def _table1_md(frame: pd.DataFrame) -> str:
-    cols = [c for c in P.TABLE1_COLUMNS if c in set(frame["column"])]
-    head = "| method | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols) + "\n"
-    out = ["Table 1: average precision, ours (mean ± std over runs) / paper.\n", head]
+def _method_rows(frame: pd.DataFrame, cols: list[str], cell) -> list[str]:
+    """One markdown row per method: ``cell(row, column)`` per column present, "—" elsewhere."""
+    out = []
     for meth in _methods(frame):
         sub = frame[frame["method"] == meth].set_index("column")
         if sub.empty:
             continue
-        cells = []
-        for c in cols:
-            if c not in sub.index:
-                cells.append("—")
-                continue
-            r = sub.loc[c]
-            cells.append(f"{fmt(r.ap_mean, r.ap_std)} / {fmt(r.paper_ap_mean, r.paper_ap_std)}")
+        cells = [cell(sub.loc[c], c) if c in sub.index else "—" for c in cols]
         out.append(f"| {registry.label(meth)} | " + " | ".join(cells) + " |\n")
+    return out
+
+
+def _nap_cell(r, c) -> str:
+    """Our nAP / the paper's AP normalised at the column's cap (a lower bound of its nAP)."""
+    pap = ("" if pd.isna(r.paper_ap_mean) or c not in CAPS
+           else f" / {normalised_ap(r.paper_ap_mean, CAPS[c]):+.2f}")
+    return f"{r.nap_mean:+.2f}{pap}"
+
+
+def _table1_md(frame: pd.DataFrame) -> str:
+    cols = [c for c in P.TABLE1_COLUMNS if c in set(frame["column"])]
+    head = "| method | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols) + "\n"
+    out = ["Table 1: average precision, ours (mean ± std over runs) / paper.\n", head]
+    out += _method_rows(frame, cols, lambda r, c: f"{fmt(r.ap_mean, r.ap_std)} / "
+                                                  f"{fmt(r.paper_ap_mean, r.paper_ap_std)}")
     out.append(_claims_md(frame))
     out.append("\nNormalised AP, (AP − π)/(1 − π) at the column's positive rate π: 0 is a random "
                "ranking, 1 a perfect one (ours / the paper's at the highest π its lowest AP "
                "allows, a lower bound of the paper's nAP):\n\n")
     out.append(head)
-    for meth in _methods(frame):
-        sub = frame[frame["method"] == meth].set_index("column")
-        if sub.empty:
-            continue
-        cells = []
-        for c in cols:
-            if c not in sub.index:
-                cells.append("—")
-                continue
-            r = sub.loc[c]
-            pap = ("" if pd.isna(r.paper_ap_mean) or c not in CAPS
-                   else f" / {normalised_ap(r.paper_ap_mean, CAPS[c]):+.2f}")
-            cells.append(f"{r.nap_mean:+.2f}{pap}")
-        out.append(f"| {registry.label(meth)} | " + " | ".join(cells) + " |\n")
+    out += _method_rows(frame, cols, _nap_cell)
     out.append("\n| column | positive rate | paper's cap | IFS threshold |\n|---|---|---|---|\n")
     first = frame.drop_duplicates("column").set_index("column")
     for c in cols:
@@ -181,13 +177,7 @@ def _table1_md(frame: pd.DataFrame) -> str:
                "`faux.metrics.ranking.prevalence_cap`).\n")
     out.append("\nAP with the top 30% of individuals by IFS as positives (comparable across columns):\n\n")
     out.append(head)
-    for meth in _methods(frame):
-        sub = frame[frame["method"] == meth].set_index("column")
-        if sub.empty:
-            continue
-        cells = [fmt(sub.loc[c].ap_top30_mean, sub.loc[c].ap_top30_std) if c in sub.index else "—"
-                 for c in cols]
-        out.append(f"| {registry.label(meth)} | " + " | ".join(cells) + " |\n")
+    out += _method_rows(frame, cols, lambda r, c: fmt(r.ap_top30_mean, r.ap_top30_std))
     return "".join(out)
 
 
