@@ -16,11 +16,12 @@ artifact twice (the locks: ``faux.cache.Cache.lock``, files ``<cache>/locks/<nam
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from faux.methods.protocol import Batch, MethodConfig, TrainData
 from faux.models.mlp import MLP, MLPSpec
 from faux.models.training import resolve_device
 from faux.studies.resources import Phases
+from faux.synth.abduction import COUNTERFACTUALS, abduced_counterfactual
 from faux.synth.ground_truth import ifs, ifs_labels, ifs_threshold, positive_rate
 from faux.synth.sampler import GENERATOR_VERSION, SyntheticGenerator, SyntheticSet, generator_config
 
@@ -68,6 +70,7 @@ class PreparedColumn:
     timings: dict = field(default_factory=dict)
     ifs_reference: torch.Tensor | None = None   # IFS of the bias-0 reference on its test rows
     generator: SyntheticGenerator | None = None
+    x_of_c: Callable | None = None      # c -> x of the test rows when not the generator's own
 
 
 def _mlp_dumps(pair) -> bytes:
@@ -123,17 +126,45 @@ class ColumnSettings:
     aux_trainer: str = "single"  # a cell's aux retrainings: one by one, or as one stack
     top_fraction: float = 0.3    # the fraction labelled positive by the top_fraction rule
     lic_ub: dict = field(default_factory=dict)   # LIC-UB's parameters (at, output)
+    counterfactual: str = "shared"   # faux.synth.abduction.COUNTERFACTUALS
+    reference: str = "own"           # REFERENCES: the bias-0 IFS of the threshold rules
 
     def __post_init__(self):
         if self.aux_trainer not in AUX_TRAINERS:
             raise ConfigError(f"study.aux_trainer must be one of {AUX_TRAINERS}, got "
                               f"{self.aux_trainer!r}")
+        _check_choice("counterfactual", self.counterfactual, COUNTERFACTUALS)
+        _check_choice("reference", self.reference, REFERENCES)
 
     def gen_cfgs(self, names: Iterable[str]) -> dict:
         return generator_overrides(self.gen_study, self.gen_profile, names)
 
     def cache(self) -> Cache:
         return Cache(self.cache_dir)
+
+
+def _check_choice(what: str, value: str, choices: tuple) -> None:
+    if value not in choices:
+        raise ConfigError(f"{what} must be one of {', '.join(choices)}, got {value!r}")
+
+
+#: whose bias-0 IFS sets the threshold rules' scale: ``own`` = one target of the column's
+#: recipe trained on bias-0 data; ``pooled`` = that IFS pooled over :data:`POOL_SIZE` targets
+#: of random width and depth in :data:`POOL_WIDTHS` x :data:`POOL_DEPTHS` (A.7.5: "randomly
+#: sampled widths (8-128 units) and depths (1-4 layers)")
+REFERENCES = ("own", "pooled")
+POOL_SIZE = 5
+POOL_WIDTHS = (8, 128)
+POOL_DEPTHS = (1, 4)
+
+
+def pool_specs(spec: MLPSpec, seed: int, n: int = POOL_SIZE) -> list[MLPSpec]:
+    """The pooled reference's target recipes: ``spec`` with ``n`` widths and depths drawn
+    uniformly (inclusive ranges) from a generator seeded by ``seed``."""
+    rng = np.random.default_rng([int(seed), 7])
+    return [dataclasses.replace(spec, width=int(rng.integers(POOL_WIDTHS[0], POOL_WIDTHS[1] + 1)),
+                                depth=int(rng.integers(POOL_DEPTHS[0], POOL_DEPTHS[1] + 1)))
+            for _ in range(int(n))]
 
 
 def generator_key(gen: SyntheticGenerator, gen_cfgs: dict | None) -> dict:
@@ -222,8 +253,15 @@ def make_generator(col: Column, gen_cfgs: dict | None, gen_opts: dict | None, ca
 def prepare_column(col: Column, *, sizes: dict, target_spec: MLPSpec, gen_cfgs: dict | None = None,
                    gen_opts: dict | None = None, seed: int = 0, k: float = 3.0,
                    output: str = "prob", cache: Cache | None = None,
-                   accelerator: str = "auto", root=None) -> PreparedColumn:
-    """Sample the column's data, train (or load) its target and bias-0 reference, label IFS."""
+                   accelerator: str = "auto", root=None, counterfactual: str = "shared",
+                   reference: str = "own") -> PreparedColumn:
+    """Sample the column's data, train (or load) its target and bias-0 reference, label IFS.
+
+    ``counterfactual="abduction"`` replaces the test rows' counterfactuals (the column's and
+    the reference's) by :func:`faux.synth.abduction.abduced_counterfactual`;
+    ``reference="pooled"`` pools the bias-0 IFS over :func:`pool_specs`' targets."""
+    _check_choice("counterfactual", counterfactual, COUNTERFACTUALS)
+    _check_choice("reference", reference, REFERENCES)
     cache = cache or Cache()
     phase = Phases()
     with phase("generators"):
@@ -252,17 +290,27 @@ def prepare_column(col: Column, *, sizes: dict, target_spec: MLPSpec, gen_cfgs: 
                                    target_spec, train.x, train.y, val.x, val.y, seed, accelerator)
     # the same target recipe on bias-0 data of the same pair and fusion sets the threshold
     tr0, va0, te0 = draw(0.0, 10)
+    specs = [target_spec] if reference == "own" else pool_specs(target_spec, seed)
     with phase("reference"):
-        ref, _ = cached_mlp(cache, "target", {**key, "bias": 0.0, "data_seed": base + 10},
-                            target_spec, tr0.x, tr0.y, va0.x, va0.y, seed, accelerator)
+        refs = [cached_mlp(cache, "target", {**key, "bias": 0.0, "data_seed": base + 10},
+                           sp, tr0.x, tr0.y, va0.x, va0.y, seed, accelerator)[0]
+                for sp in specs]
+    x_of_c = None
+    if counterfactual == "abduction":
+        with phase("abduction"):
+            cf, cf_tilde, x_of_c = abduced_counterfactual(gen, n_te, col.bias, col.fusion,
+                                                          base + 3)
+            test = dataclasses.replace(test, x_cf=cf, x_tilde_cf=cf_tilde)
+            cf0, cf0_tilde, _ = abduced_counterfactual(gen, n_te, 0.0, col.fusion, base + 13)
+            te0 = dataclasses.replace(te0, x_cf=cf0, x_tilde_cf=cf0_tilde)
     with phase("ifs_labels"):
-        v_ref = ifs(ref, te0.x, te0.x_cf, output=output)
+        v_ref = torch.cat([ifs(r, te0.x, te0.x_cf, output=output) for r in refs])
         thr = ifs_threshold(v_ref, k=k)
         v = ifs(target, test.x, test.x_cf, output=output)
         labels = ifs_labels(v, thr)
     return PreparedColumn(col, train, val, test, target, tinfo, v, thr, labels,
                           positive_rate(labels), {**key, "bias": float(col.bias)},
-                          phase.seconds, v_ref, gen)
+                          phase.seconds, v_ref, gen, x_of_c)
 
 
 def train_aux(pc: PreparedColumn, spec: MLPSpec, seed: int, cache: Cache | None = None,
@@ -287,7 +335,10 @@ def train_data(pc: PreparedColumn, aux_spec: MLPSpec | None, cache: Cache | None
 
 def test_x_of_c(pc: PreparedColumn):
     """The map ``c -> x`` of the column's test rows (their latents and noise fixed; the same
-    draw as ``pc.test``), or None without the generator."""
+    draw as ``pc.test``; the abduced latents' map under that reading), or None without the
+    generator."""
+    if pc.x_of_c is not None:
+        return pc.x_of_c
     if pc.generator is None:
         return None
     seed = int(pc.key.get("data_seed", 0)) + 3          # the test set's seed in prepare_column
@@ -375,10 +426,11 @@ def prepare_shared(col: Column, cs: ColumnSettings, target_spec: MLPSpec, seed: 
     t_gen = time.perf_counter() - t0
     ref_key = {"xc": col.xc, "xy": col.xy, "fusion": col.fusion, "seed": int(seed),
                "spec": target_spec.__dict__, "sizes": sizes, "gen": gen_cfgs,
-               "opts": cs.gen_opts}
+               "opts": cs.gen_opts, "reference": cs.reference}
     with cache.lock(key_name("column", ref_key)):
         pc = prepare_column(col, sizes=sizes, target_spec=target_spec, gen_cfgs=gen_cfgs,
                             gen_opts=cs.gen_opts, seed=seed, k=cs.threshold_k,
                             output=cs.output, cache=cache, accelerator=cs.accelerator,
-                            root=cs.data_dir)
+                            root=cs.data_dir, counterfactual=cs.counterfactual,
+                            reference=cs.reference)
     return Shared(pc, built, t_gen, time.perf_counter() - t0 - t_gen)

@@ -61,6 +61,12 @@ AXES: dict[str, tuple] = {
     "aux_output": ("prob", "logit"),         # eq. 9: aux gradient of prob or logit
     "ng": ("feature", "sample"),             # eq. 10 "l2 normalization of the gradients"
     "ig_baseline": ("zeros", "mean"),        # 3.4 fAux+IG: baseline not given
+    # A.7.6 "sample both an instance x and its counterfactual x'": Algorithm 2's shared prior
+    # latent, or abduction (the encoder's posterior mean of x~, decoded with 1 - c)
+    "counterfactual": ("shared", "abduction"),
+    # A.7.6 "the variance of the CFF score in the absence of any bias": one bias-0 target of
+    # the column's recipe, or pooled over targets of A.7.5's random widths and depths
+    "reference": ("own", "pooled"),
 }
 K_STD = 3.0                 # k of the threshold rules
 TOP_FRACTION = 0.3          # the top fraction of the top_fraction rule, unless the reading sets one
@@ -132,7 +138,8 @@ def synth_settings(cfg: dict, r: dict, names, sizes: dict | None = None) -> Colu
                "ng": r["ng"], "ig_baseline": r["ig_baseline"]}
     return dataclasses.replace(base, gen_study=study, gen_opts=gen_opts, threshold_k=K_STD,
                                output=r["ifs_output"], options=options,
-                               top_fraction=r["fraction"], lic_ub=lic_ub_params(r))
+                               top_fraction=r["fraction"], lic_ub=lic_ub_params(r),
+                               counterfactual=r["counterfactual"], reference=r["reference"])
 
 
 def lic_ub_params(r: dict) -> dict:
