@@ -158,7 +158,7 @@ def test_tiny_parallel_sweep_trains_each_cvae_once_resumes_and_aggregates(tmp_pa
             assert np.isclose(z["label"].mean(), m["positive_rate"])
         assert set(m["ap"]) == {"faux", "faux_ng", "faux_ig"}
     before = [p.stat().st_mtime_ns for p in results]
-    r = _run(*args, "launcher=basic", env=env)    # resume: every job is found finished
+    r = _run(*args, "hydra/launcher=basic", env=env)    # resume: every job is found finished
     assert r.returncode == 0, r.stderr[-3000:]
     assert (r.stdout + r.stderr).count("skipped") == 4
     assert [p.stat().st_mtime_ns for p in results] == before

@@ -17,7 +17,7 @@ GRID = ["column=Synthetic-2", "method=fta,faux_ng,lic_ub"]
 def _sweep(sweep_dir: Path, cache: Path, *extra, wait=True):
     env = {**os.environ, "FAUX_CACHE_DIR": str(cache)}
     cmd = [sys.executable, "-m", "faux.run", "-m", "experiment=table1", "profile=tiny",
-           "launcher=basic", f"hydra.sweep.dir={sweep_dir}", *GRID, *extra]
+           "hydra/launcher=basic", f"hydra.sweep.dir={sweep_dir}", *GRID, *extra]
     if not wait:
         return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
