@@ -1,5 +1,6 @@
 """The config tree composes with every option of every group, and every _target_ builds."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +54,19 @@ def test_unknown_override_is_refused():
                        capture_output=True, text=True)
     assert r.returncode != 0
     assert "nosuch" in r.stderr
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+def test_real_data_tables_come_from_the_one_real_sweep():
+    """Fig. 4/10, Table 3 and Table 4 are reports of experiment=real (no experiment of their
+    own): `make fig4 table3 table4` runs that one sweep and aggregates it three times."""
+    for name in ("fig4", "table3", "table4"):
+        assert not (CONF / "experiment" / f"{name}.yaml").exists()
+    r = subprocess.run(["make", "-n", "fig4", "table3", "table4", "PY=python"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    runs = [x for x in r.stdout.splitlines() if "-m faux.run" in x]
+    aggregates = [x for x in r.stdout.splitlines() if "-m faux.aggregate" in x]
+    assert len(runs) == 1 and "experiment=real" in runs[0].split()
+    assert [x.split("--table ")[1].split()[0] for x in aggregates] == ["fig4", "table3", "table4"]
+    assert all("outputs/real/multiruns/" in x for x in aggregates)
