@@ -17,7 +17,7 @@ CONF = ROOT / "conf"
 # or stand for a whole job
 SKIP_GROUPS = {"hydra", "experiment"}
 PRIMARY = {"paths", "trainer", "logger", "profile", "data", "model/target", "model/aux",
-           "model/fair", "model/gan", "study", "reading"}
+           "model/fair", "model/gan", "synthetic", "reading"}
 
 
 def options():
@@ -70,3 +70,17 @@ def test_real_data_tables_come_from_the_one_real_sweep():
     assert len(runs) == 1 and "experiment=real" in runs[0].split()
     assert [x.split("--table ")[1].split()[0] for x in aggregates] == ["fig4", "table3", "table4"]
     assert all("outputs/real/multiruns/" in x for x in aggregates)
+
+
+def test_the_synthetic_benchmark_choices_are_the_synthetic_group():
+    """conf/synthetic/ (the former `study` group, a name the package faux.studies also has):
+    its keys are read as synthetic.*, and study.* overrides are refused."""
+    from hydra.errors import ConfigCompositionException
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=["experiment=table1", "synthetic.threshold_k=2"])
+        assert "study" not in cfg and cfg.synthetic.threshold_k == 2
+        assert cfg.synthetic.options.ng == cfg.reading.ng
+        with pytest.raises(ConfigCompositionException, match="study"):
+            compose("config", overrides=["experiment=table1", "study.threshold_k=2"])

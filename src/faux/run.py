@@ -484,7 +484,7 @@ SWEEP_LOCK = ".sweep.lock"
 _SWEEP: dict = {}
 
 #: the top-level config keys ``faux.harness_validate.RULES`` reads
-_CHECKED = ("seed", "gan_seed", "draw", "profile", "reading", "study", "model", "real_study",
+_CHECKED = ("seed", "gan_seed", "draw", "profile", "reading", "synthetic", "model", "real_study",
             "fig8")
 
 
