@@ -1,6 +1,6 @@
 """One synthetic column (a pair, a bias, a fusion): data, target, ground truth, and scores.
 
-Shared by Table 1, Fig. 5 and Fig. 11 (and ``scripts/diagnose_column.py``). Everything a
+Shared by Table 1, Fig. 5 and Fig. 11 (and ``scripts/research/diagnose_column.py``). Everything a
 column needs that many jobs share (the two CVAEs, the target model, the bias-0 reference
 target) comes from the cache; what a job varies (the aux model, the GAN, Unfair Map's
 metric, by seed) is fitted in the job through the method registry (:func:`score_method`).
