@@ -8,6 +8,9 @@ PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.installed
 PROFILE    ?= quick
 LOGGER     ?= csv
+# a sweep's launcher (Hydra's hydra/launcher group: basic, joblib, ray, submitit_local,
+# submitit_slurm); empty: the experiment's own (joblib)
+LAUNCHER   ?=
 ifeq ($(LOGGER),wandb)
   AGG_ARGS += --wandb
 endif
@@ -31,7 +34,8 @@ export PYTHONWARNINGS ?= ignore::DeprecationWarning
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-12s %s\n", $$1, $$2}'
-	@echo "  (PROFILE=quick|paper for the table/figure targets; data root: $(FAUX_DATA_DIR))"
+	@echo "  (PROFILE=quick|paper for the table/figure targets, LAUNCHER=<name> for a sweep's launcher;"
+	@echo "   data root: $(FAUX_DATA_DIR))"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
@@ -59,7 +63,7 @@ SWEEP = outputs/$(1)/multiruns/$(PROFILE)
 # A sweep writes into a folder fixed per profile, so rerunning after an interruption finds
 # the finished jobs (same config hash) and runs only the missing ones.
 define sweep
-	$(PY) -m faux.run -m experiment=$(1) profile=$(PROFILE) logger=$(LOGGER) hydra.sweep.dir=$(call SWEEP,$(1)) $(ARGS)
+	$(PY) -m faux.run -m experiment=$(1) profile=$(PROFILE) logger=$(LOGGER) $(if $(LAUNCHER),hydra/launcher=$(LAUNCHER)) hydra.sweep.dir=$(call SWEEP,$(1)) $(ARGS)
 endef
 
 table1: install ## Table 1: AP of 8 tests on 8 synthetic columns (outputs/results/table1.{csv,md,tex})

@@ -13,7 +13,8 @@ beat one 2-thread job on this hardware), and ratios are steadier on a shared mac
 - ``faux_ig_speedup_over_captum_default``: captum ``IntegratedGradients`` with default
   settings (50 steps, Gauss-Legendre) on the target's probability and the aux's logit,
   divided by our ``faux_ig`` (50 steps, both models, including the eq. 9 step). Goal >= 10.
-- ``lightning_epoch_over_plain_loop``: printed when ``faux.bench_training`` exists.
+- ``lightning_epoch_over_plain_loop``: one epoch through ``faux.models.training.fit`` over a
+  plain PyTorch loop (``bench/training.py``).
 
 Every time is the best of ``--repeats`` runs.
 """
@@ -26,6 +27,7 @@ import warnings
 
 import torch
 from torch import nn
+from training import lightning_epoch_over_plain_loop  # bench/training.py, beside this script
 
 import faux
 from faux.methods.gradients import DEFAULT_BATCH_SIZE
@@ -110,16 +112,11 @@ def main() -> None:
     print(f"captum_ig_default_s: {t_captum:.4f}")
     print(f"faux_ig_speedup_over_captum_default: {t_captum / t_ours:.2f}")
 
-    # ---- lightning_epoch_over_plain_loop: written by another module (faux.bench_training)
-    try:
-        from faux.bench_training import lightning_epoch_over_plain_loop
-    except ImportError:
-        print("lightning_epoch_over_plain_loop: n/a (faux.bench_training not available)")
-    else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ratio = float(lightning_epoch_over_plain_loop())
-        print(f"lightning_epoch_over_plain_loop: {ratio:.3f}")
+    # ---- lightning_epoch_over_plain_loop (bench/training.py)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ratio = float(lightning_epoch_over_plain_loop())
+    print(f"lightning_epoch_over_plain_loop: {ratio:.3f}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
-"""The shape of the package: no import cycles, one method registry that everything reads."""
+"""The shape of the package (docs/architecture.md): no import cycles, imports that point down
+the layers, one method registry that everything reads."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -92,6 +94,55 @@ def test_cycle_finder_finds_function_level_cycles(tmp_path):
     (pkg / "sub" / "b.py").write_text("from .. import errors  # noqa\n")
     (pkg / "errors.py").write_text("")
     assert find_cycle(import_graph(tmp_path)) is None
+
+
+#: docs/architecture.md's layers, bottom first: a module imports from its own layer or below
+LAYERS = [
+    {"faux.errors", "faux.paths", "faux.kernels", "faux.cache", "faux.harness_validate",
+     "faux.progress", "faux.console", "faux.provenance"},
+    {"faux.data", "faux.metrics", "faux.models", "faux.fairness_check"},
+    {"faux.synth", "faux.methods"},
+    {"faux.studies", "faux.audit"},
+    {"faux.run"},
+    {"faux.reports"},
+    {"faux.aggregate"},
+    {"faux"},
+]
+#: the one upward edge: the memo key of a job result hashes the package's files
+UPWARD = {("faux.cache", "faux")}
+
+
+def _unit(module: str) -> str:
+    """``faux.studies.table1`` -> ``faux.studies``; ``faux.run`` and ``faux`` stay."""
+    return ".".join(module.split(".")[:2])
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    layer = {unit: i for i, units in enumerate(LAYERS) for unit in units}
+    unplaced = sorted({_unit(m) for m in graph} - set(layer))
+    assert not unplaced, f"add {unplaced} to LAYERS and docs/architecture.md"
+    return [f"{m} -> {e}" for m, edges in sorted(graph.items()) for e in sorted(edges)
+            if layer[_unit(e)] > layer[_unit(m)] and (_unit(m), _unit(e)) not in UPWARD]
+
+
+def test_imports_point_down_the_layers():
+    assert upward_imports(import_graph()) == []
+
+
+def test_docs_architecture_draws_the_same_layers():
+    text = (SRC.parent / "docs" / "architecture.md").read_text()
+    drawn = {int(line.split()[0]): line for line in text.splitlines()
+             if line[:3].strip().isdigit() and line[:1] == " "}
+    assert sorted(drawn) == list(range(len(LAYERS)))
+    for i, units in enumerate(LAYERS):
+        for unit in units:
+            short = r"faux \(package\)" if unit == "faux" else unit.split(".")[1] + r"\b"
+            assert re.search(rf"^ {i}  .*(?<![\w.]){short}", drawn[i]), (i, unit, drawn[i])
+
+
+def test_layer_check_finds_an_upward_import():
+    graph = {**import_graph(), "faux.models.mlp": {"faux.studies.table1"}}
+    assert upward_imports(graph) == ["faux.models.mlp -> faux.studies.table1"]
 
 
 def test_only_the_registry_lists_the_method_names():

@@ -1,6 +1,6 @@
 """The config tree composes with every option of every group, and every _target_ builds."""
 
-import importlib.util
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,13 +13,11 @@ from omegaconf import OmegaConf
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
-# groups whose options change Hydra's own settings (launcher) or stand for a whole job
+# groups whose options change Hydra's own settings (hydra/launcher: test_config_launchers.py)
+# or stand for a whole job
 SKIP_GROUPS = {"hydra", "experiment"}
-PLUGINS = {("launcher", "submitit_slurm"): "hydra_plugins.hydra_submitit_launcher",
-           ("launcher", "submitit_local"): "hydra_plugins.hydra_submitit_launcher",
-           ("launcher", "ray"): "hydra_plugins.hydra_ray_launcher"}
-PRIMARY = {"paths", "trainer", "logger", "launcher", "profile", "data", "model/target", "model/aux",
-           "model/fair", "model/gan", "study", "reading"}
+PRIMARY = {"paths", "trainer", "logger", "profile", "data", "model/target", "model/aux",
+           "model/fair", "model/gan", "synthetic", "reading"}
 
 
 def options():
@@ -38,9 +36,6 @@ def _targets(node, path=""):
 
 @pytest.mark.parametrize("group,option", list(options()))
 def test_every_option_composes_and_instantiates(group, option, tmp_path):
-    plugin = PLUGINS.get((group, option))
-    if plugin and importlib.util.find_spec(plugin) is None:
-        pytest.skip(f"Hydra plugin {plugin} is not installed (cluster launchers are optional)")
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         key = group if "/" not in option else f"{group}/{option.rsplit('/', 1)[0]}"
@@ -59,3 +54,33 @@ def test_unknown_override_is_refused():
                        capture_output=True, text=True)
     assert r.returncode != 0
     assert "nosuch" in r.stderr
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+def test_real_data_tables_come_from_the_one_real_sweep():
+    """Fig. 4/10, Table 3 and Table 4 are reports of experiment=real (no experiment of their
+    own): `make fig4 table3 table4` runs that one sweep and aggregates it three times."""
+    for name in ("fig4", "table3", "table4"):
+        assert not (CONF / "experiment" / f"{name}.yaml").exists()
+    r = subprocess.run(["make", "-n", "fig4", "table3", "table4", "PY=python"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    runs = [x for x in r.stdout.splitlines() if "-m faux.run" in x]
+    aggregates = [x for x in r.stdout.splitlines() if "-m faux.aggregate" in x]
+    assert len(runs) == 1 and "experiment=real" in runs[0].split()
+    assert [x.split("--table ")[1].split()[0] for x in aggregates] == ["fig4", "table3", "table4"]
+    assert all("outputs/real/multiruns/" in x for x in aggregates)
+
+
+def test_the_synthetic_benchmark_choices_are_the_synthetic_group():
+    """conf/synthetic/ (the former `study` group, a name the package faux.studies also has):
+    its keys are read as synthetic.*, and study.* overrides are refused."""
+    from hydra.errors import ConfigCompositionException
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=["experiment=table1", "synthetic.threshold_k=2"])
+        assert "study" not in cfg and cfg.synthetic.threshold_k == 2
+        assert cfg.synthetic.options.ng == cfg.reading.ng
+        with pytest.raises(ConfigCompositionException, match="study"):
+            compose("config", overrides=["experiment=table1", "study.threshold_k=2"])

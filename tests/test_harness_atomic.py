@@ -82,7 +82,7 @@ def _launch(sweep: Path, cache: Path) -> subprocess.Popen:
     env = {**os.environ, "FAUX_CACHE_DIR": str(cache), "FAUX_PROGRESS": "plain",
            "OMP_NUM_THREADS": "1"}
     return subprocess.Popen([sys.executable, "-m", "faux.run", "-m", "experiment=table1",
-                             "profile=tiny", "launcher=basic", f"hydra.sweep.dir={sweep}",
+                             "profile=tiny", "hydra/launcher=basic", f"hydra.sweep.dir={sweep}",
                              *GRID], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
 

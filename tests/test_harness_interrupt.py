@@ -20,7 +20,7 @@ PROGRESS = re.compile(r"^\[\d+/\d+\] ")
 
 def _cmd(launcher: str, sweep: Path) -> list[str]:
     return [sys.executable, "-m", "faux.run", "-m", "experiment=table1", "profile=tiny",
-            f"launcher={launcher}", "hydra.launcher.n_jobs=1" if launcher == "joblib" else "",
+            f"hydra/launcher={launcher}", "hydra.launcher.n_jobs=1" if launcher == "joblib" else "",
             f"hydra.sweep.dir={sweep}", *GRID]
 
 

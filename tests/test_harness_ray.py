@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_ray_launcher_config_passes_the_variable_to_the_workers():
-    cfg = OmegaConf.load(ROOT / "conf" / "launcher" / "ray.yaml")
-    env = OmegaConf.select(cfg, "hydra.launcher.ray.init.runtime_env.env_vars")
+    cfg = OmegaConf.load(ROOT / "conf" / "hydra" / "launcher" / "ray.yaml")
+    env = OmegaConf.select(cfg, "ray.init.runtime_env.env_vars")
     assert env["RAY_USAGE_STATS_ENABLED"] == "0"
 
 
@@ -32,7 +32,7 @@ def test_composed_ray_launcher_carries_the_variable():
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose("config", overrides=["launcher=ray"], return_hydra_config=True)
+        cfg = compose("config", overrides=["hydra/launcher=ray"], return_hydra_config=True)
     env = cfg.hydra.launcher.ray.init.runtime_env.env_vars
     assert env.RAY_USAGE_STATS_ENABLED == "0"
 
@@ -54,7 +54,7 @@ def test_faux_run_turns_usage_stats_off_before_hydra_starts():
     assert _env_seen_by_hydra(RAY_USAGE_STATS_ENABLED="1") == "1"     # an explicit choice wins
 
 
-@pytest.mark.parametrize("doc", ["README.md", "conf/launcher/ray.yaml"])
+@pytest.mark.parametrize("doc", ["README.md", "conf/hydra/launcher/ray.yaml"])
 def test_every_documented_ray_start_turns_usage_stats_off(doc):
     text = (ROOT / doc).read_text()
     starts = [m.start() for m in re.finditer(r"\bray start\b", text)]

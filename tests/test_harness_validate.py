@@ -51,16 +51,16 @@ BAD = [
     ("profile.generators.hidden", 0, "an integer >= 1"),
     ("profile.generators.lr", 0.0, "a finite number > 0"),
     ("profile.generators.val_fraction", 1.0, "a finite number in (0, 1)"),
-    ("study.generators.magic.latent_dim", 0, "an integer >= 1"),
-    ("study.generators.magic.beta", -0.1, "a finite number >= 0"),
+    ("synthetic.generators.magic.latent_dim", 0, "an integer >= 1"),
+    ("synthetic.generators.magic.beta", -0.1, "a finite number >= 0"),
     ("reading.tau", 0, "a finite number > 0"),
     ("reading.beta", -1.0, "a finite number >= 0"),
     ("reading.fraction", 1.5, "a finite number in (0, 1]"),
     ("reading.latent_dim", "table3", "an integer >= 1 or table2"),
-    ("study.generator_options.tau", -0.3, "a finite number > 0"),
-    ("study.threshold_k", -1.0, "a finite number >= 0"),
-    ("study.threshold_k", float("inf"), "a finite number >= 0"),
-    ("study.options.ig_steps", 0, "an integer >= 1"),
+    ("synthetic.generator_options.tau", -0.3, "a finite number > 0"),
+    ("synthetic.threshold_k", -1.0, "a finite number >= 0"),
+    ("synthetic.threshold_k", float("inf"), "a finite number >= 0"),
+    ("synthetic.options.ig_steps", 0, "an integer >= 1"),
     ("model.target.width", 0, "an integer >= 1"),
     ("model.target.depth", "two", "an integer >= 1"),
     ("model.target.max_epochs", -3, "an integer >= 1"),
@@ -111,7 +111,7 @@ GOOD = [
     ("profile.real.adel_probe_target", 0.56), ("model.gan.transport_weight", 0),
     ("model.gan.transport_weight", 1e-5), ("model.target.lr", 1e-3), ("model.fair.alpha_decay", 1),
     ("model.fair.decor_momentum", 0.0), ("model.fair.probe_step", 1.25),
-    ("model.fair.adv_lr", None), ("study.threshold_k", 0), ("real_study.targets.probe_max", 1.0),
+    ("model.fair.adv_lr", None), ("synthetic.threshold_k", 0), ("real_study.targets.probe_max", 1.0),
     ("reading.latent_dim", "table2"), ("reading.latent_dim", 16),
 ]
 
@@ -178,7 +178,7 @@ def _bad_values(rule) -> list:
 
 
 def _key_of(pattern: str) -> str:
-    return pattern.replace("study.generators.*", "study.generators.magic").replace("*", "fair")
+    return pattern.replace("synthetic.generators.*", "synthetic.generators.magic").replace("*", "fair")
 
 
 @pytest.mark.parametrize("pattern", list(__import__("faux.harness_validate",
@@ -221,7 +221,7 @@ def test_every_shipped_config_passes():
     from faux.harness_validate import problems
 
     for label, sections in _shipped_configs():
-        assert {"seed", "profile", "study", "model"} <= set(sections), label
+        assert {"seed", "profile", "synthetic", "model"} <= set(sections), label
         assert problems(sections) == [], label
 
 
@@ -235,7 +235,7 @@ def test_every_rule_names_a_field_the_configs_have():
     configs = [sections for _, sections in _shipped_configs()]
     unknown = []
     for pattern in RULES:
-        if pattern.startswith(("profile.generators.", "study.generators.")):
+        if pattern.startswith(("profile.generators.", "synthetic.generators.")):
             if pattern.rsplit(".", 1)[1] not in GENERATOR_DEFAULT:
                 unknown.append(pattern)
         elif not any(list(_walk(c, pattern.split("."), "")) for c in configs):
@@ -251,14 +251,14 @@ def _leaves(node, prefix=""):
         yield prefix, node
 
 
-def test_every_numeric_field_of_profile_study_and_model_has_a_rule():
-    """A number or flag added to conf/profile, conf/study or conf/model without a rule fails
+def test_every_numeric_field_of_profile_synthetic_and_model_has_a_rule():
+    """A number or flag added to conf/profile, conf/synthetic or conf/model without a rule fails
     here (so the table stays the whole list)."""
     from faux.harness_validate import rule_for
 
     missing = set()
     for _, sections in _shipped_configs():
-        for top in ("seed", "profile", "reading", "study", "model"):
+        for top in ("seed", "profile", "reading", "synthetic", "model"):
             for key, value in _leaves(sections.get(top), top):
                 if isinstance(value, (int, float, bool)) and rule_for(key) is None:
                     missing.add(key)

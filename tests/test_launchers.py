@@ -1,6 +1,6 @@
 """The cluster launchers run a real sweep: a tiny Table 1 sweep on a local Ray cluster
-(``launcher=ray``, Hydra's Ray plugin attaching to a ``ray start --head``) and through
-submitit's local executor (``launcher=submitit_local``) gives the very ``table1.csv`` of the
+(``hydra/launcher=ray``, Hydra's Ray plugin attaching to a ``ray start --head``) and through
+submitit's local executor (``hydra/launcher=submitit_local``) gives the very ``table1.csv`` of the
 joblib run. Each sweep starts from its own empty cache, so its jobs build the column (CVAEs,
 target) in the launcher's workers. Skipped when the plugins are not installed
 (``pip install -e '.[cluster]'``)."""
@@ -43,7 +43,7 @@ def _sweep(base: Path, launcher: str, env: dict | None = None) -> str:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "FAUX_CACHE_DIR": str(base / "cache"),
            **(env or {})}
     r = subprocess.run([sys.executable, "-m", "faux.run", "-m", "experiment=table1",
-                        "profile=tiny", f"launcher={launcher}",
+                        "profile=tiny", f"hydra/launcher={launcher}",
                         f"hydra.sweep.dir={base / 'sweep'}", *GRID],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     out = r.stdout + r.stderr
@@ -74,7 +74,7 @@ def ray_head():
     """A one-node Ray cluster of our own (`ray start --head --block`), stopped by signalling
     the process we started (never `ray stop`, which stops every Ray on the machine). Its
     environment has no FAUX_* variables: jobs get the data and cache folders from
-    conf/launcher/ray.yaml's runtime_env."""
+    conf/hydra/launcher/ray.yaml's runtime_env."""
     _needs("ray", "hydra_plugins.hydra_ray_launcher")
     exe = Path(sys.executable).with_name("ray")
     if not exe.exists():

@@ -247,7 +247,7 @@ def test_mmd_needs_one_binary_s():
 def test_mmd_term_hides_c_from_a_fresh_probe():
     """The guards alone leave c readable on a small toy: fresh probe accuracy 0.812 with y
     accuracy 0.768 (seed 1; seed 0: 0.632, 0.630); with the MMD term 0.556 and 0.722 (seed 0:
-    0.570, 0.724). Measured by ``scripts/fair_recipes.py --toy --toy-rows 1000 --toy-epochs
+    0.570, 0.724). Measured by ``scripts/research/fair_recipes.py --toy --toy-rows 1000 --toy-epochs
     30 --seeds 0,1 --recipes "guards:alpha_decay=0.85,guards:alpha_decay=0.85;mmd=10.0"``."""
     x, y, c = _toy(1000, 0)
     xv, yv, cv = _toy(500, 1)

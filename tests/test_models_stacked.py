@@ -163,7 +163,7 @@ def test_bad_inputs():
 
 
 def test_cached_stack_trains_a_cells_seeds_once_each_as_it_would_alone(tmp_path, monkeypatch):
-    """``study.aux_trainer: stacked``: the first aux a cell asks for trains every seed of the
+    """``synthetic.aux_trainer: stacked``: the first aux a cell asks for trains every seed of the
     cell in one stack and caches each under its own key (marked ``trainer: stacked``, apart
     from the one-by-one entries); later seeds load; each member equals ``cached_mlp``'s."""
     import faux.models.stacked as stacked_mod

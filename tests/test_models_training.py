@@ -1,6 +1,10 @@
 """fit / TensorBatches / TabularModule: batching semantics, determinism, best-epoch restore."""
 
+import importlib.util
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -9,6 +13,16 @@ from torch.nn import functional as F
 from faux.errors import DataError
 from faux.models.mlp import MLP, BinaryClassifier
 from faux.models.training import TensorBatches, as_binary, as_features, fit
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def _training_bench():
+    """bench/training.py (a script of the bench folder, not a module of faux)."""
+    spec = importlib.util.spec_from_file_location("bench_training", BENCH / "training.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
 
 
 def _data(n=300, d=4, seed=0):
@@ -105,11 +119,22 @@ def test_input_checks():
 
 @pytest.mark.slow
 def test_lightning_epoch_is_close_to_a_plain_loop():
-    from faux.bench_training import lightning_epoch_over_plain_loop
+    lightning_epoch_over_plain_loop = _training_bench().lightning_epoch_over_plain_loop
 
     # goal 1.5 (measured ~1.1-1.3 on 2 shared cores); 2.0 leaves room for a loaded machine,
     # while the unoptimised loop (per-step self.log, automatic optimisation) measured 2.4
     assert lightning_epoch_over_plain_loop() < 2.0
+
+
+def test_training_bench_times_both_loops():
+    r = _training_bench().epoch_timings(n_rows=256, d=4, width=8, depth=1, repeats=1)
+    assert set(r) == {"plain_s", "lightning_s", "ratio"} and r["plain_s"] > 0 < r["ratio"]
+
+
+def test_scorer_bench_finds_the_training_bench_beside_it():
+    r = subprocess.run([sys.executable, str(BENCH / "scorers.py"), "--help"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
 
 
 def test_warmup_epochs_delay_early_stopping():

@@ -43,7 +43,7 @@ def _progress(stderr: str) -> list[tuple[int, int, str, str]]:
 
 def test_joblib_sweep_then_basic_rerun_counts_every_cell(tmp_path):
     sweep = tmp_path / "sweep"
-    r = _sweep("data=backache,wdbc", f"hydra.sweep.dir={sweep}", "launcher=joblib",
+    r = _sweep("data=backache,wdbc", f"hydra.sweep.dir={sweep}", "hydra/launcher=joblib",
                "hydra.launcher.n_jobs=2")
     assert r.returncode == 0, r.stderr
     lines = _progress(r.stderr)
@@ -59,7 +59,7 @@ def test_joblib_sweep_then_basic_rerun_counts_every_cell(tmp_path):
     assert "[1/2]" not in r.stdout                     # stderr only
 
     # a rerun with one more cell, basic launcher: the two finished jobs are cached
-    r = _sweep("data=backache,wdbc,magic", f"hydra.sweep.dir={sweep}", "launcher=basic")
+    r = _sweep("data=backache,wdbc,magic", f"hydra.sweep.dir={sweep}", "hydra/launcher=basic")
     assert r.returncode == 0, r.stderr
     lines = _progress(r.stderr)
     assert [k for k, *_ in lines] == [1, 2, 3] and {n for _, n, *_ in lines} == {3}

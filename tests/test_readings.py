@@ -70,7 +70,7 @@ def test_bad_readings_are_refused_before_any_job(tmp_path, bad, msg):
 
 def _tiny_readings(tmp_path, experiment, *extra):
     sweep, results = tmp_path / "sweep", tmp_path / "results"
-    r = _run("faux.run", "-m", f"experiment={experiment}", "profile=tiny", "launcher=joblib",
+    r = _run("faux.run", "-m", f"experiment={experiment}", "profile=tiny", "hydra/launcher=joblib",
              "column=Synthetic-2", "generator_scores=false", f"hydra.sweep.dir={sweep}", *extra)
     assert r.returncode == 0, r.stderr[-3000:]
     a = _run("faux.aggregate", str(sweep), "--table", "readings", "--results-dir",

@@ -391,7 +391,7 @@ def test_sweep_on_adult_with_ssl_absent_and_builders(tmp_path, data_dir):
     sweep = tmp_path / "sweep"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "FAUX_DATA_DIR": str(root)}
     r = subprocess.run(
-        [sys.executable, "-m", "faux.run", "-m", "experiment=real", "launcher=basic",
+        [sys.executable, "-m", "faux.run", "-m", "experiment=real", "hydra/launcher=basic",
          "data=adult,ssl", "seed=0", "profile.real.max_train_rows=400",
          "profile.real.n_score=80", "profile.max_epochs=2", "profile.patience=1",
          "profile.gan_steps=4", "real_study.n_random_rankings=20",

@@ -120,7 +120,7 @@ def test_profile_generators_reach_every_synthetic_study():
     assert s.synth.gen_cfgs(pair)["magic"] == {"latent_dim": 16, **tiny}
     # a study's per-dataset override sits under the profile's
     s = fig5.Settings.from_config(_compose("experiment=fig5", "profile=tiny", "reading=gumbel",
-                                           "+study.generators={magic: {beta: 0.5}}"))
+                                           "+synthetic.generators={magic: {beta: 0.5}}"))
     assert s.synth.gen_cfgs(pair)["magic"] == {"beta": 0.5, **tiny}
     # quick has none: no overrides at all (the cache keys of quick/paper runs are unchanged)
     s = fig5.Settings.from_config(_compose("experiment=fig5", "profile=quick", "reading=gumbel"))

@@ -78,8 +78,9 @@ def test_config_hash_of_a_one_method_job_leaves_out_other_methods_options():
     def cfg(method, **opts):
         return {"job": "table1_cell", "method": method, "seed": 0, "profile": {"gan_steps": 10},
                 "model": {"aux": {"width": 8}, "gan": {"lr": 1e-3}},
-                "study": {"options": {"output": "prob", "ng": "sample", "ig_baseline": "zeros",
-                                      **opts}, "unfair_map": {}}}
+                "synthetic": {"options": {"output": "prob", "ng": "sample",
+                                          "ig_baseline": "zeros", **opts},
+                              "unfair_map": {}}}
 
     for m in ("fta", "faux_ng", "lic_ub", "fliptest"):
         assert config_hash(cfg(m)) == config_hash(cfg(m, ig_baseline="mean")), m

@@ -68,7 +68,7 @@ def test_tiny_sweep_shares_the_column_target_and_aggregates(tmp_path):
     gens = "{" + ", ".join(f"{d}: {TINY}" for d in ("australian", "credit_g")) + "}"
     r = _run("-m", "experiment=fig11", "profile=quick", f"hydra.sweep.dir={sweep}",
              "model.gan.transport_weight=0,1e-2,1e-1", "gan_seed=0", "column.fusion=concat",
-             f"+study.generators={gens}", "profile.max_epochs=3", "profile.gan_steps=20",
+             f"+synthetic.generators={gens}", "profile.max_epochs=3", "profile.gan_steps=20",
              "profile.synth={n_train: 300, n_val: 120, n_test: 200}",
              "profile.fig11.quality_rows=80", env=env)
     assert r.returncode == 0, r.stderr[-3000:]

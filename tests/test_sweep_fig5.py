@@ -135,7 +135,7 @@ def test_tiny_parallel_sweep_trains_each_cvae_once_resumes_and_aggregates(tmp_pa
     gens = "{" + ", ".join(f"{d}: {TINY}" for d in ("backache", "wdbc", "credit_g")) + "}"
     args = ("-m", "experiment=fig5", "profile=quick", f"hydra.sweep.dir={sweep}",
             "pair=backache/wdbc,credit_g/wdbc", "fusion=concat", "bias=0,1.0", "draw=0",
-            f"+study.generators={gens}", "profile.max_epochs=3",
+            f"+synthetic.generators={gens}", "profile.max_epochs=3",
             "profile.fig5.synth={n_train: 300, n_val: 100, n_test: 200}")
     r = _run(*args, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -158,7 +158,7 @@ def test_tiny_parallel_sweep_trains_each_cvae_once_resumes_and_aggregates(tmp_pa
             assert np.isclose(z["label"].mean(), m["positive_rate"])
         assert set(m["ap"]) == {"faux", "faux_ng", "faux_ig"}
     before = [p.stat().st_mtime_ns for p in results]
-    r = _run(*args, "launcher=basic", env=env)    # resume: every job is found finished
+    r = _run(*args, "hydra/launcher=basic", env=env)    # resume: every job is found finished
     assert r.returncode == 0, r.stderr[-3000:]
     assert (r.stdout + r.stderr).count("skipped") == 4
     assert [p.stat().st_mtime_ns for p in results] == before

@@ -17,7 +17,7 @@ GRID = ["column=Synthetic-2", "method=fta,faux_ng,lic_ub"]
 def _sweep(sweep_dir: Path, cache: Path, *extra, wait=True):
     env = {**os.environ, "FAUX_CACHE_DIR": str(cache)}
     cmd = [sys.executable, "-m", "faux.run", "-m", "experiment=table1", "profile=tiny",
-           "launcher=basic", f"hydra.sweep.dir={sweep_dir}", *GRID, *extra]
+           "hydra/launcher=basic", f"hydra.sweep.dir={sweep_dir}", *GRID, *extra]
     if not wait:
         return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -87,7 +87,7 @@ def test_rerun_changing_one_methods_option_recomputes_only_that_method(first_swe
     sweep, cache = tmp_path / "sweep", first_sweep / "cache"
     shutil.copytree(first_sweep / "sweep", sweep)
     before = {p.parent for p in sweep.rglob("result.json")}
-    _sweep(sweep, cache, "study.options.ng=feature")
+    _sweep(sweep, cache, "synthetic.options.ng=feature")
     new = {}
     for path in sweep.rglob("result.json"):
         if path.parent not in before:
@@ -96,7 +96,7 @@ def test_rerun_changing_one_methods_option_recomputes_only_that_method(first_swe
     assert set(new) == {"fta", "faux_ng", "lic_ub"}
     assert "reused_from" in new["fta"] and "reused_from" in new["lic_ub"]
     assert "reused_from" not in new["faux_ng"]             # its option changed: recomputed
-    assert new["faux_ng"]["config"]["study"]["options"]["ng"] == "feature"
+    assert new["faux_ng"]["config"]["synthetic"]["options"]["ng"] == "feature"
     r = _aggregate(sweep, tmp_path / "results")
     assert r.returncode == 0, r.stderr
     old = pd.read_csv(first_sweep / "results" / "table1.csv").set_index("method")

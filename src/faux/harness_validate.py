@@ -1,7 +1,7 @@
 """The harness's numeric overrides, checked in one line before any work.
 
 :data:`RULES` is one table: a config key (``*`` matches one level: every model, every
-dataset of ``study.generators``) and what its value must be. :func:`check` walks a resolved
+dataset of ``synthetic.generators``) and what its value must be. :func:`check` walks a resolved
 config (plain containers) through the table in order and raises a one-line
 :class:`~faux.errors.ConfigError` for the first value that breaks its rule::
 
@@ -14,7 +14,7 @@ no job starts) and again in every job before its result folder is touched
 expanded jobs (``seed=-1,0``), so a bad swept value also fails before the first job.
 
 The table covers the seed, every size, epoch, step, count and rate field of
-conf/profile/*.yaml, conf/study/*.yaml and conf/model/**.yaml, and the numeric fields of the
+conf/profile/*.yaml, conf/synthetic/*.yaml and conf/model/**.yaml, and the numeric fields of the
 experiments' own sections (``real_study``, ``fig8``). Profile keys come before the model keys
 that interpolate them (``model.target.max_epochs: ${profile.max_epochs}``), so the message
 names the key the user typed. Integers are strict: ``3.0``, ``"3"`` and ``true`` are not
@@ -131,7 +131,7 @@ RULES: dict[str, Rule] = {
     # CVAE settings (faux.synth.sampler.GENERATOR_DEFAULT): the profile's for every dataset,
     # the study's per dataset
     **{f"{prefix}.{k}": rule
-       for prefix in ("profile.generators", "study.generators.*")
+       for prefix in ("profile.generators", "synthetic.generators.*")
        for k, rule in {"n_components": COUNT, "reg_covar": RATE, "hidden": COUNT,
                        "depth": COUNT, "latent_dim": COUNT, "beta": WEIGHT, "lr": RATE,
                        "epochs": COUNT, "max_steps": COUNT, "batch_size": COUNT,
@@ -141,10 +141,10 @@ RULES: dict[str, Rule] = {
     "reading.beta": WEIGHT,
     "reading.latent_dim": Rule("int", 1, words=("table2",)),   # table2: Table 2's per dataset
     "reading.fraction": Rule("float", 0, 1, lo_open=True),
-    # conf/study/*.yaml
-    "study.threshold_k": WEIGHT,
-    "study.generator_options.tau": RATE,
-    "study.options.ig_steps": COUNT,
+    # conf/synthetic/*.yaml
+    "synthetic.threshold_k": WEIGHT,
+    "synthetic.generator_options.tau": RATE,
+    "synthetic.options.ig_steps": COUNT,
     # conf/model/**.yaml: every model (target, aux, fair: MLPSpec / AdelSpec)
     "model.*.width": COUNT,
     "model.*.depth": COUNT,

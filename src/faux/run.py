@@ -8,11 +8,11 @@ its folder, with fsync and an atomic rename, before any logger runs: a logger th
 (W&B without network, a full disk under its folder) is reported in one line and never loses
 the result. A job whose folder already holds a finished ``result.json`` with the same config
 hash is skipped, so rerunning an interrupted sweep into the same folder completes only what is
-missing. The hash covers the resolved config (less paths, logging, launcher) and the
-checksum of the data files the job names (PMLB / real datasets under the data root), so the
-same sweep over a changed data root reruns. A job that reruns first renames the old
-``result.json`` to ``result.stale.json``: a rerun that crashes never leaves an old result
-looking current.
+missing. The hash covers the resolved config (less paths and logging; Hydra's own settings,
+the launcher among them, are not in it) and the checksum of the data files the job names
+(PMLB / real datasets under the data root), so the same sweep over a changed data root
+reruns. A job that reruns first renames the old ``result.json`` to ``result.stale.json``: a
+rerun that crashes never leaves an old result looking current.
 
 Job folders of a multirun are named by :func:`job_dir_name` (``hydra.sweep.subdir`` in
 conf/hydra/default.yaml): a hash of the job's own overrides, not its number, so a sweep with
@@ -53,6 +53,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import hydra
@@ -62,6 +63,12 @@ from omegaconf import DictConfig, OmegaConf
 from faux.errors import FauxError
 
 log = logging.getLogger("faux.run")
+
+# conf/hydra/launcher/<name>.yaml sets faux's values of a launcher plugin's config and Hydra
+# merges it onto the plugin's config of the same name (hydra/launcher=<name>), warning that
+# this merge is deprecated (it is what the plugins' docs select; Hydra 1.3 keeps it)
+warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/\w+' is validated against "
+                        r"ConfigStore schema", category=UserWarning)
 
 
 def register_resolvers() -> None:
@@ -83,7 +90,9 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("faux_job_dir", job_dir)
 
 
-#: overrides that do not change what a job computes (left out of its folder name)
+#: overrides that do not change what a job computes (left out of its folder name); the
+#: launcher is a Hydra override (``hydra/launcher=``, never a task override), and ``launcher``
+#: is its former group, still named in older sweeps' overrides
 _DIR_VOLATILE = ("logger", "launcher")
 
 
@@ -107,7 +116,7 @@ def job_dir_name(overrides) -> str:
 register_resolvers()
 
 #: config keys that do not change what a job computes (left out of the config hash)
-_VOLATILE = ("paths", "hydra", "logger", "launcher", "trainer.accelerator")
+_VOLATILE = ("paths", "hydra", "logger", "trainer.accelerator")
 
 #: profile sections read by one job only; other jobs leave them out of their hash, so adding
 #: or changing a study's section does not make every other study's sweep rerun
@@ -120,7 +129,7 @@ def plain_config(cfg: DictConfig) -> dict:
 
 
 def config_hash(cfg: dict, data_sha256: str | None = None) -> str:
-    """A stable hash of what the job computes: the config less paths, logging, launcher, the
+    """A stable hash of what the job computes: the config less paths and logging, the
     profile sections of other studies and, for a one-method job, the keys only other methods
     read (``registry.foreign_keys``), and the checksum of the data files it reads."""
     c = json.loads(json.dumps(cfg, default=str))
@@ -475,7 +484,7 @@ SWEEP_LOCK = ".sweep.lock"
 _SWEEP: dict = {}
 
 #: the top-level config keys ``faux.harness_validate.RULES`` reads
-_CHECKED = ("seed", "gan_seed", "draw", "profile", "reading", "study", "model", "real_study",
+_CHECKED = ("seed", "gan_seed", "draw", "profile", "reading", "synthetic", "model", "real_study",
             "fig8")
 
 
@@ -657,10 +666,29 @@ _hydra_main = hydra.main(version_base="1.3", config_path=str(CONF_DIR),
                          config_name="config")(task)
 
 
+_OLD_LAUNCHER = re.compile(r"^[+~]*launcher=")
+
+
+def old_launcher_override(args: list[str]) -> str | None:
+    """One line for an override of the removed ``launcher`` group (the launchers are Hydra's
+    own group now: ``hydra/launcher=<name>``), else None."""
+    for a in args:
+        if _OLD_LAUNCHER.match(a):
+            name = a.split("=", 1)[1]
+            return (f"error: {a}: the launcher group is Hydra's own now; "
+                    f"use hydra/launcher={name}")
+    return None
+
+
 def main() -> None:
     """``python -m faux.run [overrides]``: Hydra's main, with Ctrl-C as one line and the
     resume hint on stderr (exit 130, no traceback), and Ray's usage statistics off unless
-    ``RAY_USAGE_STATS_ENABLED`` is set (the Ray launcher attaches from this process)."""
+    ``RAY_USAGE_STATS_ENABLED`` is set (the Ray launcher attaches from this process). An
+    override of the removed ``launcher`` group is one line, exit 2."""
+    old = old_launcher_override(sys.argv[1:])
+    if old:
+        print(old, file=sys.stderr)
+        sys.exit(2)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     install_interrupt_handler()
     try:

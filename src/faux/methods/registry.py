@@ -108,7 +108,7 @@ def order(name: str) -> tuple[int, str]:
 
 #: config keys read only where a method has the need (a job for a method without the need
 #: leaves them out of its config hash)
-NEED_KEYS = {"aux": ("model.aux", "study.aux_trainer"), "gan": ("model.gan", "profile.gan_steps")}
+NEED_KEYS = {"aux": ("model.aux", "synthetic.aux_trainer"), "gan": ("model.gan", "profile.gan_steps")}
 
 
 def foreign_keys(name: str) -> tuple[str, ...]:
@@ -136,16 +136,16 @@ def check_names(values: Iterable[str], what: str = "method list") -> list[str]:
 register(Method("fta", "FTA", builtin.Gradient, {"target"}, 1, "once", score_options=True))
 register(Method("fta_lin", "FTA + lin. aux", builtin.Refit, {"target", "train"}, 2))
 register(Method("unfair_map", "Unfair Map", builtin.Refit, {"target", "train"}, 3, "tens",
-                config_keys=("study.unfair_map",)))
+                config_keys=("synthetic.unfair_map",)))
 register(Method("fliptest", "FlipTest", builtin.Flip, {"target", "train", "gan"}, 4,
                 report=True))
 register(Method("faux", "fAux", builtin.Gradient, {"target", "aux"}, 5, score_options=True,
                 report=True))
 register(Method("faux_ng", "fAux+NG", builtin.Gradient, {"target", "aux"}, 6,
-                score_options=True, report=True, config_keys=("study.options.ng",)))
+                score_options=True, report=True, config_keys=("synthetic.options.ng",)))
 register(Method("faux_ig", "fAux+IG", builtin.Gradient, {"target", "aux"}, 7,
                 score_options=True, report=True,
-                config_keys=("study.options.ig_steps", "study.options.ig_baseline")))
+                config_keys=("synthetic.options.ig_steps", "synthetic.options.ig_baseline")))
 register(Method("lic_ub", "LIC-UB", builtin.LicUB, {"target", "dxdc"}, 8, "once"))
 
 #: the readings study's tests (issue 13): every registered test that needs no GAN, but Unfair

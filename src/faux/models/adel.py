@@ -216,7 +216,7 @@ def score_gap(logit0: torch.Tensor, logit1: torch.Tensor) -> torch.Tensor:
     logits) they drowned the label loss (toy: accuracy 0.48 at weight 10). 0 when a group
     has fewer than 2 rows. Measured against the alternative, the squared gap of the mean
     probabilities: on Adult's c-blind logistic reference it keeps ~0.5 point more accuracy at
-    the same c-AUROC (``scripts/fair_recipes.py --blind-reference``)."""
+    the same c-AUROC (``scripts/research/fair_recipes.py --blind-reference``)."""
     a, b = logit0.reshape(-1), logit1.reshape(-1)
     if a.numel() < 2 or b.numel() < 2:
         return a.new_zeros(())
@@ -600,7 +600,7 @@ def train_adel(x, y, s, x_val=None, y_val=None, s_val=None, *, width: int = 64, 
     ``n_params`` (predictor), ``n_params_adv``, ``train_time_s``, ``epochs``,
     ``best_epoch``, ``best_val_loss``. Without validation data the training set is used for
     the reported accuracies and all ``max_epochs`` run. ``extra_callbacks``: Lightning
-    callbacks added to the fit (``scripts/adel_trajectory.py`` keeps every epoch's weights).
+    callbacks added to the fit (``scripts/research/adel_trajectory.py`` keeps every epoch's weights).
     """
     x = as_features(x, "x")
     y = as_binary(y, x.shape[0], "y")
@@ -732,7 +732,7 @@ def _check_edits(edits, d: int) -> tuple:
 
 #: the first implementation's recipe (the guards flip, cap, interleave; adversary kept; no
 #: decorrelation, pairing or MMD) as ``AdelSpec`` fields: the real-data aux's recipe
-#: (conf/model/aux/adel.yaml) and the base of scripts/fair_recipes.py's named recipes
+#: (conf/model/aux/adel.yaml) and the base of scripts/research/fair_recipes.py's named recipes
 GUARDS = {"pred_loss": "bce", "flip": True, "cap": True, "interleave": True, "reinit": False,
           "adv_steps": 1, "adv_width": 32, "adv_depth": 1, "alpha_min": 0.0, "adv_norm": False,
           "decor": 0.0, "alpha_decay": 0.9, "decor_momentum": 0.0, "pair": 0.0,

@@ -10,7 +10,7 @@ Lightning's per-step cost
 -------------------------
 At batch 64 an MLP step costs well under a millisecond, so Lightning's per-step machinery is
 visible. Measured on 2 CPU cores (one epoch, 19,020 rows, 2x64 MLP; see
-``faux.bench_training``): a ``self.log(..., on_step=False, on_epoch=True)`` inside
+``bench/training.py``): a ``self.log(..., on_step=False, on_epoch=True)`` inside
 ``training_step`` alone costs ~1 ms per step (the result collection is moved to the device on
 every call), more than the step itself; the automatic-optimisation closure and its hooks cost
 another ~0.3 ms, and the remaining per-step hooks ~0.3 ms. :class:`TabularModule` therefore

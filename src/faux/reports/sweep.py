@@ -73,7 +73,7 @@ def _config_hash_of(path: Path, data_sha256: str | None) -> str:
     cfg = OmegaConf.load(path)
     for key in {k.split(".")[0] for k in _VOLATILE if "." not in k}:
         if key in cfg:
-            del cfg[key]          # paths/logger/launcher interpolate ${hydra:...} and env vars
+            del cfg[key]          # paths/logger interpolate ${hydra:...} and env vars
     try:
         plain = OmegaConf.to_container(cfg, resolve=True)
     except Exception as exc:

@@ -1,6 +1,6 @@
 """One synthetic column (a pair, a bias, a fusion): data, target, ground truth, and scores.
 
-Shared by Table 1, Fig. 5 and Fig. 11 (and ``scripts/diagnose_column.py``). Everything a
+Shared by Table 1, Fig. 5 and Fig. 11 (and ``scripts/research/diagnose_column.py``). Everything a
 column needs that many jobs share (the two CVAEs, the target model, the bias-0 reference
 target) comes from the cache; what a job varies (the aux model, the GAN, Unfair Map's
 metric, by seed) is fitted in the job through the method registry (:func:`score_method`).
@@ -99,13 +99,13 @@ def _sets_loads(blob: bytes) -> list[SyntheticSet]:
 
 
 def generator_overrides(study: dict | None, profile: dict | None, names) -> dict:
-    """Per-dataset CVAE overrides: the study's (``study.generators``, per name), under the
+    """Per-dataset CVAE overrides: the study's (``synthetic.generators``, per name), under the
     profile's (``profile.generators``, every name)."""
     study, prof = study or {}, profile or {}
     return {n: {**(study.get(n) or {}), **prof} for n in names if study.get(n) or prof}
 
 
-#: how a study trains the retrainings of a cell's aux model (``study.aux_trainer``)
+#: how a study trains the retrainings of a cell's aux model (``synthetic.aux_trainer``)
 AUX_TRAINERS = ("single", "stacked")
 
 
@@ -114,7 +114,7 @@ class ColumnSettings:
     """How every synthetic study builds a column (plain values from the config)."""
 
     sizes: dict                  # n_train, n_val, n_test
-    gen_study: dict              # study.generators: per-dataset CVAE overrides
+    gen_study: dict              # synthetic.generators: per-dataset CVAE overrides
     gen_profile: dict            # profile.generators: overrides of every dataset's CVAE
     gen_opts: dict               # decoding, tau, dxdc_at
     threshold_k: float
@@ -131,7 +131,7 @@ class ColumnSettings:
 
     def __post_init__(self):
         if self.aux_trainer not in AUX_TRAINERS:
-            raise ConfigError(f"study.aux_trainer must be one of {AUX_TRAINERS}, got "
+            raise ConfigError(f"synthetic.aux_trainer must be one of {AUX_TRAINERS}, got "
                               f"{self.aux_trainer!r}")
         _check_choice("counterfactual", self.counterfactual, COUNTERFACTUALS)
         _check_choice("reference", self.reference, REFERENCES)

@@ -23,8 +23,8 @@ def accelerator(cfg: dict) -> str:
 
 
 def column_settings(cfg: dict, sizes: dict | None = None) -> ColumnSettings:
-    """``profile.synth`` (or ``sizes``), ``study.*`` and the paths of a synthetic study."""
-    p, st = cfg["profile"], cfg["study"]
+    """``profile.synth`` (or ``sizes``), ``synthetic.*`` and the paths of a synthetic study."""
+    p, st = cfg["profile"], cfg["synthetic"]
     return ColumnSettings(
         sizes=dict(sizes if sizes is not None else p["synth"]),
         gen_study=dict(st.get("generators") or {}), gen_profile=dict(p.get("generators") or {}),

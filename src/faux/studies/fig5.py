@@ -9,7 +9,7 @@ model (``faux.methods.registry.names(requires={"aux"})``: fAux, fAux+NG, fAux+IG
 
 Besides ``result.json`` (per-job AP of each method, positive rate, accuracies, timings), the
 job writes ``records.npz``: per test individual each method's scores, the IFS label and IFS, and
-the target's input-gradient norm ``|grad f_tar|`` (``target_grad_norm``: of ``study.output``,
+the target's input-gradient norm ``|grad f_tar|`` (``target_grad_norm``: of ``synthetic.output``,
 as the IFS; ``target_grad_norm_logit``: of the logit); scalars bias, aux accuracy, target
 accuracy, draw, fusion and pair. ``peak_rss_mb`` is the job's own peak resident memory
 (the mark is reset at the start of the job, also in a reused joblib worker). ``faux.reports.fig5``
@@ -92,7 +92,7 @@ class Settings:
         return cls(cfg["pair"], Column(xc, xy, float(cfg["bias"]), str(cfg["fusion"])), draw,
                    seed, arch, _spec(model["target"], arch["target_width"], arch["target_depth"]),
                    _spec(model["aux"], arch["aux_width"], arch["aux_depth"]),
-                   method_config(cfg, cfg["study"]["options"]),
+                   method_config(cfg, cfg["synthetic"]["options"]),
                    synth_settings(cfg, r, (xc, xy), sizes=cfg["profile"]["fig5"]["synth"]),
                    rname, r["threshold"])
 

@@ -329,7 +329,7 @@ def train_models(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSe
                  seed: int, log: Callable[[str], None] = log_.info) -> dict:
     """Train the unfair target, the fair target and the aux model of a job (each with its own
     seed, ``seed + SEED_OFFSETS[part]``): ``{unfair, fair, aux: (model, info), fair_over,
-    timings}``. The job's :func:`train_all` and ``scripts/diagnose_real.py`` share it."""
+    timings}``. The job's :func:`train_all` and ``scripts/research/diagnose_real.py`` share it."""
     from dataclasses import replace
 
     if not _is_adel(specs.fair):

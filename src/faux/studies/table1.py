@@ -59,7 +59,7 @@ class Settings:
         col = Column(**columns[name])
         rname, r = reading_of(cfg)
         synth = synth_settings(cfg, r, (col.xc, col.xy))
-        st = cfg["study"]
+        st = cfg["synthetic"]
         return cls(name, col, cfg["method"], int(cfg["seed"]),
                    int(cfg["profile"]["runs"]), target_spec(cfg, r),
                    instantiate(cfg["model"]["aux"]),

@@ -12,7 +12,7 @@ test split. Each recipe is a set of ``AdelSpec`` overrides (:data:`RECIPES`). ``
 also trains the A.11.2 aux (Adel of c, adversary against y) with recipe R and reports
 its probe AUROC for y (and its own test AUROC for c).
 
-    FAUX_DATA_DIR=/work/shared/data OMP_NUM_THREADS=1 .venv/bin/python scripts/fair_recipes.py \\
+    FAUX_DATA_DIR=/work/shared/data OMP_NUM_THREADS=1 .venv/bin/python scripts/research/fair_recipes.py \\
         --recipes guards,default --aux guards --seeds 0,1 --out /tmp/fair_recipes
 
 Writes ``<out>/fair_recipes.csv`` (one row per dataset, seed, model) and ``fair_recipes.md``
@@ -345,7 +345,7 @@ def toy(recipes: str, rows: int = 2000, epochs: int = 40, seeds=(0,)) -> int:
     accuracy per recipe and seed."""
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
     from faux.models.adel import train_adel
     from test_models_adel import _probe, _toy
 

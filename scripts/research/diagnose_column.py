@@ -1,6 +1,6 @@
 """Score one synthetic column with every gradient-method reading (the ambiguity measurements).
 
-    python scripts/diagnose_column.py magic backache 0.5 concat [--decoding gumbel --tau 0.3]
+    python scripts/research/diagnose_column.py magic backache 0.5 concat [--decoding gumbel --tau 0.3]
 
 Prints the column's positive rate and, per reading, AP against the IFS labels and AP with the
 top 30% of IFS as positives. The numbers in docs/decisions.md come from this script (quick

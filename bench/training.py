@@ -1,7 +1,7 @@
 """How much one training epoch through ``faux.models.training.fit`` (Lightning) costs over a
 plain PyTorch loop doing the same work (same MLP, same Adam, same tensor slices).
 
-``python -m faux.bench_training`` prints the figures. The ratio counts the whole ``fit`` call
+``python bench/training.py`` prints the figures (``bench/scorers.py`` prints the ratio too). The ratio counts the whole ``fit`` call
 (Trainer construction, hooks, teardown, moving the module back to the CPU) for one epoch
 without validation, best of ``repeats`` runs each.
 

@@ -3,7 +3,7 @@
 Does the training trajectory pass through a model that meets the check (probe AUROC <= 0.60,
 accuracy within 2 points of the unfair model), so that choosing the epoch by a check on the
 validation split would give one? Trains the unfair model and one Adel recipe (as
-``scripts/fair_recipes.py`` does: quick sizes, the same seeds), keeps the weights of every
+``scripts/research/fair_recipes.py`` does: quick sizes, the same seeds), keeps the weights of every
 epoch, and for each kept epoch prints
 
 * on the validation split: y accuracy, and the AUROC of c of a logistic probe fitted on the
@@ -12,7 +12,7 @@ epoch, and for each kept epoch prints
 * on the test split: the full check (``faux.fairness_check``: LR and MLP probe, swap,
   accuracy), what the study reports.
 
-    FAUX_DATA_DIR=/work/shared/data OMP_NUM_THREADS=1 .venv/bin/python scripts/adel_trajectory.py \\
+    FAUX_DATA_DIR=/work/shared/data OMP_NUM_THREADS=1 .venv/bin/python scripts/research/adel_trajectory.py \\
         --dataset adult --seed 0 --recipe "norm_decor_smooth_bpair:mmd=3.0" --out /tmp/traj
 
 Writes ``<out>/trajectory_<dataset>_<seed>.csv``.

@@ -14,7 +14,7 @@ edit cannot move it; e.g. Adult's Husband and Wife become "spouse"). It asks whe
 ranks a model that cannot use the most c-coded feature below the unfair one, i.e. whether a
 reversal belongs to the test or to the adversarially fair model.
 
-    FAUX_DATA_DIR=/work/shared/data OMP_NUM_THREADS=1 .venv/bin/python scripts/diagnose_real.py \
+    FAUX_DATA_DIR=/work/shared/data OMP_NUM_THREADS=1 .venv/bin/python scripts/research/diagnose_real.py \
         --dataset adult --seeds 0,1 [--blind] [model.fair.decor=2.0 ...]
 
 The networks are trained as the study trains them (``faux.studies.real.train_models`` under
@@ -27,14 +27,16 @@ Prints plain lines; nothing is written.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 import torch
 
+#: the checkout's conf/ (the study's config, composed as faux.run composes it)
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
 
 def main(argv=None) -> None:
-    from pathlib import Path
-
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
     from sklearn.linear_model import LogisticRegression
@@ -56,10 +58,9 @@ def main(argv=None) -> None:
                     "model.fair.decor=2.0")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
-    conf = Path(__file__).resolve().parents[1] / "conf"
     runs = {}
     for seed in (int(s) for s in a.seeds.split(",")):
-        with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
             cfg = compose("config", overrides=["experiment=real", f"profile={a.profile}",
                                                f"data={a.dataset}", f"seed={seed}",
                                                "paths.output_dir=.", *a.overrides])

@@ -1,8 +1,8 @@
 """Build one dataset's generator into an empty cache and print hashes of what came out.
 
-    python scripts/generator_determinism.py australian /tmp/cacheA
-    python scripts/generator_determinism.py australian /tmp/cacheB   # same hashes expected
-    python scripts/generator_determinism.py australian /tmp/cacheC --after-other-work
+    python scripts/research/generator_determinism.py australian /tmp/cacheA
+    python scripts/research/generator_determinism.py australian /tmp/cacheB   # same hashes expected
+    python scripts/research/generator_determinism.py australian /tmp/cacheC --after-other-work
 
 Hashes: the CVAE state dict, the GMM parameters and ``sample(2000, seed=1)``; two builds
 are bit-identical when all three agree (docs/reliability.md, finding 6).
