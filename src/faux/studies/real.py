@@ -37,12 +37,13 @@ from reading y), the counterfactual proxy swap's mean |Δp| over the dataset's d
 :func:`faux.studies.fairness_check.verdict` holds the fair model against the targets
 (``RealSettings.targets``: probe AUROC ≤ 0.60, swap ≤ half the unfair model's, accuracy
 within 2 points); the verdict goes to ``metrics.fairness_check`` with the three checks, and a
-fair model that fails is flagged by the Fig. 4 report, never silently used. The fair model's recipe can differ per dataset
-(``RealSettings.fair_by_dataset``: AdelSpec fields overridden for one dataset; recorded in
-``metrics.fairness_check.fair_overrides``). The fair model's counterfactual pairing
-(``AdelSpec.pair``) trains on the same declared edits, so its swap partly measures a training
-objective; the probe and the accuracy do not. The Adel models (fair model, Adel aux) get
-their own epoch cap (``adel_max_epochs``): their α warm-up must fit under it.
+fair model that fails is flagged by the Fig. 4 report, never silently used. The fair model's
+recipe can differ per dataset (``RealSettings.fair_by_dataset``: AdelSpec fields overridden
+for one dataset; recorded in ``metrics.fairness_check.fair_overrides``). The fair model's
+counterfactual pairing (``AdelSpec.pair``) trains on the same declared edits, so its swap
+partly measures a training objective; the probe and the accuracy do not. The Adel models
+(fair model, Adel aux) get their own epoch cap (``adel_max_epochs``): their α warm-up must fit
+under it.
 
 Seeds: the job's seed splits the table (``load_real``) and draws the training subsample and
 the scored individuals; each trained part gets its own seed (``seed + SEED_OFFSETS[part]``), so

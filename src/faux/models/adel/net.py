@@ -53,5 +53,3 @@ class AdelNet(nn.Module):
 
     def adversary_logits(self, x: torch.Tensor) -> torch.Tensor:
         return self.adversary(self.adversary_input(self.hidden(x)))
-
-
