@@ -100,7 +100,7 @@ def test_cycle_finder_finds_function_level_cycles(tmp_path):
 LAYERS = [
     {"faux.errors", "faux.paths", "faux.kernels", "faux.cache", "faux.harness_validate",
      "faux.progress", "faux.console", "faux.provenance"},
-    {"faux.data", "faux.metrics", "faux.models", "faux.fairness_check"},
+    {"faux.data", "faux.metrics", "faux.models"},
     {"faux.synth", "faux.methods"},
     {"faux.studies", "faux.audit"},
     {"faux.run"},

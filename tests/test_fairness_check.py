@@ -6,7 +6,9 @@ import torch
 from torch import nn
 
 from faux.errors import ConfigError, DataError
-from faux.fairness_check import (
+from faux.models.adel import AdelSpec, train_adel
+from faux.models.mlp import train_mlp
+from faux.studies.fairness_check import (
     PROXY_EDITS,
     edit_columns,
     fairness_check,
@@ -14,8 +16,6 @@ from faux.fairness_check import (
     proxy_edits,
     proxy_swap,
 )
-from faux.models.adel import AdelSpec
-from faux.models.mlp import train_mlp
 
 
 class Linear(nn.Module):
@@ -84,10 +84,11 @@ def test_fair_model_hides_c_and_moves_less_under_the_proxy_swap():
     x, y, c = _planted(2000, 0)
     xv, yv, cv = _planted(800, 1)
     xt, yt, ct = _planted(1000, 2)
-    kw = dict(width=16, depth=2, max_epochs=20, patience=None, seed=0, accelerator="cpu")
-    unfair, _ = train_mlp(x, y, xv, yv, **kw)
+    sizes = dict(width=16, depth=2, max_epochs=20, patience=None)
+    unfair, _ = train_mlp(x, y, xv, yv, seed=0, accelerator="cpu", **sizes)
     # the fair recipe, with the declared edit for its pairing as the real study passes it
-    fair, _ = AdelSpec(alpha_decay=0.85).train(x, y, c, xv, yv, cv, pair_edits=[(2, 3)], **kw)
+    fair, _ = train_adel(AdelSpec(alpha_decay=0.85, **sizes), x, y, c, xv, yv, cv,
+                         pair_edits=[(2, 3)], seed=0, accelerator="cpu")
     args = (x, c, xv, cv, xt, ct, yt)
     u = fairness_check(unfair, *args, proxy_edits=[(2, 3)], probe={"max_epochs": 10})
     f = fairness_check(fair, *args, proxy_edits=[(2, 3)], probe={"max_epochs": 10})
@@ -140,7 +141,7 @@ def test_declared_edits_and_bad_input():
 def test_mlp_probe_reads_a_ring_the_logistic_probe_cannot():
     """t = 1 inside a ring of radius 1: no hyperplane separates it (logistic AUROC ~ 0.5), a
     32-unit MLP does; the same seed gives the same AUROC."""
-    from faux.fairness_check import logistic_probe_auroc, mlp_probe_auroc
+    from faux.metrics.fairness import logistic_probe_auroc, mlp_probe_auroc
 
     rng = np.random.default_rng(0)
     h, hv = rng.normal(size=(2000, 4)), rng.normal(size=(1000, 4))

@@ -8,12 +8,14 @@ import pytest
 import torch
 from sklearn.metrics import average_precision_score, ndcg_score, roc_auc_score
 
-from faux.errors import FauxError
+from faux.errors import DataError, FauxError
 from faux.metrics.ranking import (
     ap_top_fraction,
     auroc,
     average_precision,
     ndcg,
+    ndcg_by_name,
+    random_ndcg,
     separation_auroc,
     top_fraction_labels,
 )
@@ -135,3 +137,16 @@ def test_ndcg_hand_computed_and_sklearn():
         ndcg([1.0], [1.0])
     with pytest.raises(FauxError, match=">= 0"):
         ndcg([-1.0, 2.0], [1.0, 2.0])
+
+
+def test_ndcg_by_name_closed_form_and_the_random_floor():
+    rel = {"a": 3.0, "b": 2.0, "c": 1.0}
+    assert ndcg_by_name({"c": 0.1, "a": 9.0, "b": 5.0}, rel) == pytest.approx(1.0)
+    # reversed ranking: DCG = 1/log2(2) + 2/log2(3) + 3/log2(4); IDCG = 3 + 2/log2(3) + 1/2
+    dcg = 1 + 2 / math.log2(3) + 3 / 2
+    idcg = 3 + 2 / math.log2(3) + 1 / 2
+    assert ndcg_by_name({"a": 1.0, "b": 2.0, "c": 3.0}, rel) == pytest.approx(dcg / idcg)
+    with pytest.raises(DataError, match="lacks 1 feature"):
+        ndcg_by_name({"a": 1.0, "b": 2.0}, rel)
+    # the random floor lies strictly between the worst and the best ranking
+    assert dcg / idcg < random_ndcg(rel, 200, seed=0) < 1.0

@@ -1,11 +1,19 @@
 """Adversarially fair model (Adel et al. 2019): it hides s from its hidden layer."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
 from faux.errors import ConfigError, DataError
-from faux.models.adel import AdelSpec, train_adel
+from faux.models.adel import GUARDS, AdelSpec, train_adel
 from faux.models.mlp import train_mlp
+
+
+def _adel(x, y, c, *val, seed=0, accelerator="auto", pair_edits=(), **spec):
+    """``train_adel`` with the first implementation's recipe (GUARDS) and ``spec`` overrides."""
+    return train_adel(replace(GUARDS, **spec), x, y, c, *val, seed=seed,
+                      accelerator=accelerator, pair_edits=pair_edits)
 
 
 def _toy(n, seed):
@@ -31,9 +39,10 @@ def test_fair_hidden_layer_is_closer_to_chance_than_the_plain_one():
     """The fair model's recipe (AdelSpec defaults); measured: probe 0.600 against 0.972."""
     x, y, c = _toy(2000, 0)
     xv, yv, cv = _toy(1000, 1)
-    kw = dict(width=32, depth=2, max_epochs=40, patience=5, seed=0, accelerator="cpu")
-    plain, _ = train_mlp(x, y, xv, yv, **kw)
-    fair, info = AdelSpec(alpha_decay=0.85).train(x, y, c, xv, yv, cv, **kw)
+    sizes = dict(width=32, depth=2, max_epochs=40, patience=5)
+    plain, _ = train_mlp(x, y, xv, yv, seed=0, accelerator="cpu", **sizes)
+    fair, info = train_adel(AdelSpec(alpha_decay=0.85, **sizes), x, y, c, xv, yv, cv, seed=0,
+                            accelerator="cpu")
     p_plain, p_fair = _probe(plain, x, c, xv, cv), _probe(fair.net, x, c, xv, cv)
     chance = max(float(cv.mean()), 1 - float(cv.mean()))
     assert p_plain > 0.9                        # the plain model's hidden layer reads c
@@ -48,14 +57,14 @@ def test_without_adversary_it_is_the_plain_recipe():
     x, y, c = _toy(300, 0)
     kw = dict(width=8, depth=2, max_epochs=2, patience=None, seed=0, accelerator="cpu")
     plain, _ = train_mlp(x, y, **kw)
-    fair, info = train_adel(x, y, c, alpha=0.0, n_adv=0, **kw)
+    fair, info = _adel(x, y, c, alpha=0.0, n_adv=0, **kw)
     for p, q in zip(plain.parameters(), fair.net.parameters()):
         torch.testing.assert_close(p, q)
 
 
 def test_alpha_decays_exponentially_per_epoch():
     x, y, c = _toy(200, 0)
-    _, info = train_adel(x, y, c, width=8, depth=1, max_epochs=4, patience=None,
+    _, info = _adel(x, y, c, width=8, depth=1, max_epochs=4, patience=None,
                          alpha=100.0, alpha_decay=0.5, n_adv=1, accelerator="cpu")
     assert info["alpha_last"] == pytest.approx(100.0 * 0.5 ** 3)
 
@@ -63,19 +72,19 @@ def test_alpha_decays_exponentially_per_epoch():
 def test_bad_inputs():
     x, y, c = _toy(100, 0)
     with pytest.raises(ConfigError, match="depth"):
-        train_adel(x, y, c, depth=0)
+        _adel(x, y, c, depth=0)
     with pytest.raises(DataError, match="single value"):
-        train_adel(x, y, torch.ones(100))
+        _adel(x, y, torch.ones(100))
     with pytest.raises(DataError, match="y_val and s_val"):
-        train_adel(x, y, c, x, y)
+        _adel(x, y, c, x, y)
     with pytest.raises(DataError, match="features"):
-        train_adel(x, y, c, x[:, :2], y, c)
+        _adel(x, y, c, x[:, :2], y, c)
     with pytest.raises(ConfigError):
-        train_adel(x, y, c, alpha_decay=1.5)
+        _adel(x, y, c, alpha_decay=1.5)
     bad = x.clone()
     bad[0, 0] = float("nan")
     with pytest.raises(DataError, match="NaN"):
-        AdelSpec(max_epochs=1).train(bad, y, c)
+        train_adel(AdelSpec(max_epochs=1), bad, y, c)
 
 
 def test_standardised_adversary_input_cannot_be_dodged_by_shrinking_h():
@@ -96,7 +105,7 @@ def test_standardised_adversary_input_cannot_be_dodged_by_shrinking_h():
 def test_squared_correlation_penalty_closed_form():
     import numpy as np
 
-    from faux.models.adel import _sq_corr
+    from faux.models.adel.module import _sq_corr
 
     g = torch.Generator().manual_seed(0)
     s = (torch.rand(200, generator=g) < 0.3).float()
@@ -116,7 +125,7 @@ def test_reinit_gives_the_same_fresh_adversary_whatever_it_learnt():
     mods = []
     for k in range(2):
         torch.manual_seed(k)
-        m = AdelModule(AdelNet(3, 8, 1), h_s=0.69, reinit=True, seed=5)
+        m = AdelModule(AdelNet(3, 8, 1), replace(GUARDS, reinit=True), h_s=0.69, seed=5)
         opt = torch.optim.Adam(m.model.adversary.parameters())
         opt.state[next(m.model.adversary.parameters())]["step"] = 1
         m._reinit_adversary(opt)
@@ -127,12 +136,13 @@ def test_reinit_gives_the_same_fresh_adversary_whatever_it_learnt():
 
 
 def test_smoothed_decorrelation_surrogate_has_the_gradient_of_the_smoothed_square():
-    from faux.models.adel import AdelModule, AdelNet, _corr
+    from faux.models.adel import AdelModule, AdelNet
+    from faux.models.adel.module import _corr
 
     g = torch.Generator().manual_seed(1)
     s = (torch.rand(64, generator=g) < 0.2).float()
     h = torch.randn(64, 6, generator=g, requires_grad=True)
-    m = AdelModule(AdelNet(3, 6, 1), h_s=0.5, decor=1.0, decor_momentum=0.9,
+    m = AdelModule(AdelNet(3, 6, 1), replace(GUARDS, decor=1.0, decor_momentum=0.9), h_s=0.5,
                    s_rate=torch.tensor([0.2]))
     m.corr_ema.fill_(0.3)
     m.train()
@@ -157,7 +167,8 @@ def _with_proxy_pair(x, c, seed):
 
 
 def test_pairing_penalty_closed_form_on_a_linear_net():
-    from faux.models.adel import _pair_penalty, swap_columns
+    from faux.models.adel import swap_columns
+    from faux.models.adel.module import _pair_penalty
 
     x, _, c = _toy(300, 3)
     x = _with_proxy_pair(x, c, 3)
@@ -173,15 +184,15 @@ def test_pairing_penalty_closed_form_on_a_linear_net():
 
 
 def test_pairing_makes_the_model_ignore_the_declared_edit():
-    from faux.fairness_check import proxy_swap
+    from faux.studies.fairness_check import proxy_swap
 
     x, y, c = _toy(1500, 4)
     xv, yv, cv = _toy(500, 5)
     x, xv = _with_proxy_pair(x, c, 4), _with_proxy_pair(xv, cv, 5)
     kw = dict(width=16, depth=2, alpha=0.0, n_adv=0, max_epochs=15, patience=None, seed=0,
               accelerator="cpu")
-    plain, _ = train_adel(x, y, c, xv, yv, cv, **kw)
-    paired, info = train_adel(x, y, c, xv, yv, cv, pair=1.0, pair_edits=[(3, 4)], **kw)
+    plain, _ = _adel(x, y, c, xv, yv, cv, **kw)
+    paired, info = _adel(x, y, c, xv, yv, cv, pair=1.0, pair_edits=[(3, 4)], **kw)
     s_plain, n = proxy_swap(plain, xv.numpy(), [(3, 4)])
     s_paired, _ = proxy_swap(paired, xv.numpy(), [(3, 4)])
     assert n == 500, (s_plain, s_paired)
@@ -189,13 +200,13 @@ def test_pairing_makes_the_model_ignore_the_declared_edit():
     assert s_paired < 0.25 * s_plain
     assert info["accuracy"] > 0.7
     with pytest.raises(ConfigError, match="pairing edit"):
-        train_adel(x, y, c, pair=1.0, pair_edits=[(3, 9)], max_epochs=1)
+        _adel(x, y, c, pair=1.0, pair_edits=[(3, 9)], max_epochs=1)
     with pytest.raises(ConfigError, match="pair >= 0"):
-        train_adel(x, y, c, pair=-1.0, max_epochs=1)
+        _adel(x, y, c, pair=-1.0, max_epochs=1)
 
 
 def test_hidden_pairing_is_scale_free_and_zero_when_h_ignores_the_edit():
-    from faux.models.adel import _pair_penalty
+    from faux.models.adel.module import _pair_penalty
     from faux.models.mlp import MLP
 
     x, _, c = _toy(200, 6)
@@ -212,7 +223,7 @@ def test_hidden_pairing_is_scale_free_and_zero_when_h_ignores_the_edit():
         net.body[0].weight[:, 3:] = 0
     assert float(_pair_penalty(net, x, [(3, 4)], "hidden").detach()) == 0.0
     with pytest.raises(ConfigError, match="pair_on"):
-        train_adel(x, c, c, pair=1.0, pair_on="output", max_epochs=1)
+        _adel(x, c, c, pair=1.0, pair_on="output", max_epochs=1)
 
 
 def test_mmd_is_near_zero_for_one_distribution_large_for_two_and_scale_free():
@@ -239,9 +250,9 @@ def test_mmd_needs_one_binary_s():
     x, y, c = _toy(200, 0)
     kw = dict(width=8, depth=1, max_epochs=1, patience=None, accelerator="cpu")
     with pytest.raises(ConfigError, match="mmd"):
-        train_adel(x, y, torch.stack([c, 1 - c], 1), mmd=1.0, **kw)
+        _adel(x, y, torch.stack([c, 1 - c], 1), mmd=1.0, **kw)
     with pytest.raises(ConfigError, match="mmd"):
-        train_adel(x, y, c, mmd=-1.0, **kw)
+        _adel(x, y, c, mmd=-1.0, **kw)
 
 
 def test_mmd_term_hides_c_from_a_fresh_probe():
@@ -251,7 +262,7 @@ def test_mmd_term_hides_c_from_a_fresh_probe():
     30 --seeds 0,1 --recipes "guards:alpha_decay=0.85,guards:alpha_decay=0.85;mmd=10.0"``."""
     x, y, c = _toy(1000, 0)
     xv, yv, cv = _toy(500, 1)
-    fair, info = train_adel(x, y, c, xv, yv, cv, width=32, depth=2, max_epochs=30, patience=5,
+    fair, info = _adel(x, y, c, xv, yv, cv, width=32, depth=2, max_epochs=30, patience=5,
                             seed=1, alpha_decay=0.85, mmd=10.0, accelerator="cpu")
     assert _probe(fair.net, x, c, xv, cv) < 0.65
     assert info["accuracy"] > 0.65
@@ -266,8 +277,8 @@ def test_residual_mmd_view_drops_exactly_the_heads_direction():
     torch.manual_seed(0)
     net = AdelNet(3, 6, 1)
     w = net.net.head.weight.detach()[0]
-    res = AdelModule(net, h_s=0.69, mmd_on="residual")
-    whole = AdelModule(net, h_s=0.69, mmd_on="hidden")
+    res = AdelModule(net, replace(GUARDS, mmd_on="residual"), h_s=0.69)
+    whole = AdelModule(net, replace(GUARDS, mmd_on="hidden"), h_s=0.69)
     h = torch.randn(300, 6)
     v = res._mmd_view(h)
     assert torch.allclose(v @ w, torch.zeros(300), atol=1e-5)           # nothing along w
@@ -281,7 +292,7 @@ def test_residual_mmd_view_drops_exactly_the_heads_direction():
     shifted = h1 + 3.0 * other
     assert float(mmd2(res._mmd_view(h0), res._mmd_view(shifted))) > 0.1
     with pytest.raises(ConfigError, match="mmd_on"):
-        train_adel(torch.randn(20, 3), torch.rand(20).round(), torch.rand(20).round(), mmd=1.0,
+        _adel(torch.randn(20, 3), torch.rand(20).round(), torch.rand(20).round(), mmd=1.0,
                    mmd_on="score", max_epochs=1, accelerator="cpu")
 
 
@@ -313,10 +324,10 @@ def test_hide_on_residual_lets_only_the_heads_direction_through():
     v = net.adversary_input(h)
     assert torch.allclose(v @ w, torch.zeros(300), atol=1e-5)
     assert torch.allclose(v + torch.outer(h @ w, w) / (w @ w), h, atol=1e-5)
-    assert torch.allclose(AdelModule(net, h_s=0.69)._mmd_view(h), v, atol=1e-6)
+    assert torch.allclose(AdelModule(net, GUARDS, h_s=0.69)._mmd_view(h), v, atol=1e-6)
     assert torch.equal(AdelNet(3, 6, 1).adversary_input(h), h)
     with pytest.raises(ConfigError, match="hide_on"):
-        train_adel(torch.randn(20, 3), torch.rand(20).round(), torch.rand(20).round(),
+        _adel(torch.randn(20, 3), torch.rand(20).round(), torch.rand(20).round(),
                    hide_on="score", max_epochs=1, accelerator="cpu")
 
 
@@ -329,8 +340,8 @@ def test_score_gap_term_shrinks_the_groups_mean_gap_of_the_logit():
     xv, yv, cv = _toy(500, 1)
     kw = dict(width=16, depth=2, max_epochs=15, patience=None, seed=1, n_adv=0, alpha=0.0,
               accelerator="cpu")
-    plain, _ = train_adel(x, y, c, **kw)
-    fair, info = train_adel(x, y, c, score_gap=10.0, **kw)
+    plain, _ = _adel(x, y, c, **kw)
+    fair, info = _adel(x, y, c, score_gap=10.0, **kw)
     with torch.no_grad():
         gaps = [float(score_gap(m(xv)[cv == 0], m(xv)[cv == 1])) for m in (plain, fair)]
     assert gaps[1] < 0.25 * gaps[0]
@@ -343,7 +354,8 @@ def test_whitened_decorrelation_is_the_squared_multiple_correlation():
     that each correlate little with it (a suppressor), where sum_j r_j^2 misses most of it."""
     import numpy as np
 
-    from faux.models.adel import AdelModule, AdelNet, _sq_corr
+    from faux.models.adel import AdelModule, AdelNet
+    from faux.models.adel.module import _sq_corr
 
     g = torch.Generator().manual_seed(0)
     n = 20000
@@ -355,8 +367,8 @@ def test_whitened_decorrelation_is_the_squared_multiple_correlation():
     a = np.c_[h.numpy(), np.ones(n)]
     coef = np.linalg.lstsq(a, s.numpy(), rcond=None)[0]
     r2 = 1 - ((a @ coef - s.numpy()) ** 2).mean() / s.numpy().var()
-    module = AdelModule(AdelNet(3, 6, 1), h_s=0.69, decor=1.0, decor_whiten=True,
-                        s_rate=torch.tensor([0.5])).eval()
+    module = AdelModule(AdelNet(3, 6, 1), replace(GUARDS, decor=1.0, decor_whiten=True),
+                        h_s=0.69, s_rate=torch.tensor([0.5])).eval()
     whitened = float(module._decor_penalty(h, s.reshape(-1, 1)))
     plain = float(_sq_corr(h, s.reshape(-1, 1), torch.tensor([0.5])))
     assert r2 > 0.3
@@ -394,7 +406,7 @@ def test_probe_target_steers_the_alpha_floor_toward_the_validation_probes_target
     kw = dict(width=16, depth=2, alpha=2.0, alpha_decay=0.5, alpha_min=1.0, n_adv=1,
               adv_norm=True, decor=1.0, max_epochs=10, patience=None, seed=0,
               accelerator="cpu", probe_step=1.5)
-    runs = {t: train_adel(x, y, c, xv, yv, cv, probe_target=t, **kw)[1] for t in (0.501, 0.99)}
+    runs = {t: _adel(x, y, c, xv, yv, cv, probe_target=t, **kw)[1] for t in (0.501, 0.99)}
     low, high = (runs[t]["probe_history"] for t in (0.501, 0.99))
     assert len(low) >= 8 and len(high) >= 8            # steered every epoch after the warm-up
     f_low, f_high = [h["floor"] for h in low], [h["floor"] for h in high]
@@ -406,7 +418,7 @@ def test_probe_target_steers_the_alpha_floor_toward_the_validation_probes_target
     assert all(b >= a for a, b in zip(f_low, f_low[1:])) and f_low[-1] == 2.0
     assert low[-1]["val_probe"] < high[-1]["val_probe"]   # and the model ends fairer
     with pytest.raises(ConfigError, match="probe_target"):
-        train_adel(x, y, c, probe_target=0.6, **kw)     # needs validation rows
+        _adel(x, y, c, probe_target=0.6, **kw)     # needs validation rows
 
 
 def test_probe_kind_mlp_steers_by_the_mlp_probe_and_bad_kinds_are_refused():
@@ -417,13 +429,13 @@ def test_probe_kind_mlp_steers_by_the_mlp_probe_and_bad_kinds_are_refused():
     kw = dict(width=16, depth=2, alpha=2.0, alpha_decay=0.5, alpha_min=1.0, n_adv=1,
               adv_norm=True, decor=1.0, max_epochs=6, patience=None, seed=0,
               accelerator="cpu", probe_step=1.5)
-    hist = train_adel(x, y, c, xv, yv, cv, probe_target=0.9999, probe_kind="mlp",
+    hist = _adel(x, y, c, xv, yv, cv, probe_target=0.9999, probe_kind="mlp",
                       **kw)[1]["probe_history"]
     assert len(hist) >= 4 and all(0.5 <= h["val_probe"] < 0.9999 for h in hist)
     floors = [h["floor"] for h in hist]
     assert all(b < a for a, b in zip(floors, floors[1:]))     # below the target: it falls
     with pytest.raises(ConfigError, match="probe_kind"):
-        train_adel(x, y, c, xv, yv, cv, probe_target=0.6, probe_kind="forest", **kw)
+        _adel(x, y, c, xv, yv, cv, probe_target=0.6, probe_kind="forest", **kw)
 
 
 def test_probe_select_ranks_epochs_over_the_target_behind_those_under_it():
@@ -436,9 +448,9 @@ def test_probe_select_ranks_epochs_over_the_target_behind_those_under_it():
     kw = dict(width=16, depth=2, alpha=2.0, alpha_decay=0.5, alpha_min=1.0, n_adv=1,
               adv_norm=True, decor=1.0, max_epochs=2, patience=None, seed=0,
               accelerator="cpu", probe_step=1.5, probe_select=True)
-    info = train_adel(x, y, c, xv, yv, cv, probe_target=0.9, **kw)[1]
+    info = _adel(x, y, c, xv, yv, cv, probe_target=0.9, **kw)[1]
     over = [h["val_probe"] > 0.9 for h in info["probe_history"]]
     assert over == [True, False]
     assert info["best_epoch"] == 1 and info["best_val_loss"] < SELECT_PENALTY
-    info = train_adel(x, y, c, xv, yv, cv, probe_target=0.5001, **kw)[1]
+    info = _adel(x, y, c, xv, yv, cv, probe_target=0.5001, **kw)[1]
     assert info["best_val_loss"] > SELECT_PENALTY                # every epoch read above it

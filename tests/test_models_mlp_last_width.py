@@ -1,10 +1,12 @@
 """``MLP(last_width=...)``: a narrow last hidden layer after wide ones (the Adel model's option)."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
 from faux.errors import ConfigError
-from faux.models.adel import train_adel
+from faux.models.adel import GUARDS, train_adel
 from faux.models.mlp import MLP
 
 
@@ -23,9 +25,9 @@ def test_adel_model_with_a_narrow_last_layer_trains_and_its_adversary_reads_it()
     g = torch.Generator().manual_seed(0)
     x = torch.randn(300, 5, generator=g)
     y, c = (x[:, 0] > 0).float(), (x[:, 1] > 0).float()
-    model, info = train_adel(x, y, c, x, y, c, width=16, depth=2, last_width=4, mmd=1.0,
-                             decor=1.0, decor_momentum=0.9, max_epochs=2,
-                             accelerator="cpu")
+    spec = replace(GUARDS, width=16, depth=2, last_width=4, mmd=1.0, decor=1.0,
+                   decor_momentum=0.9, max_epochs=2)
+    model, info = train_adel(spec, x, y, c, x, y, c, accelerator="cpu")
     assert model.hidden(x).shape == (300, 4)
     assert model.adversary_logits(x).shape == (300,)
     assert 0.0 <= info["accuracy"] <= 1.0

@@ -1,7 +1,6 @@
 """The real-data study (Fig. 4/10, Tables 3-4): pipeline, job, report builders, bad input."""
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -14,7 +13,6 @@ import pytest
 
 from faux.data.real import RealData
 from faux.errors import ConfigError, DataError
-from faux.methods.transparency import aggregate_groups
 from faux.reports.fig4 import build as build_fig4
 from faux.reports.sweep import Sweep, read_sweep
 from faux.reports.table3 import build as build_table3
@@ -23,9 +21,6 @@ from faux.studies import real as real_study
 from faux.studies.real import (
     RealSettings,
     discrete_mask,
-    mutual_information,
-    random_ndcg,
-    ranking_ndcg,
     run_real,
     select_rows,
     subsample,
@@ -107,37 +102,6 @@ def _fake_result(metrics: dict, job_dir: Path) -> Path:
 
 
 # ----------------------------------------------------------------------------- metrics
-
-
-def test_ranking_ndcg_closed_form():
-    rel = {"a": 3.0, "b": 2.0, "c": 1.0}
-    assert ranking_ndcg({"c": 0.1, "a": 9.0, "b": 5.0}, rel) == pytest.approx(1.0)
-    # reversed ranking: DCG = 1/log2(2) + 2/log2(3) + 3/log2(4); IDCG = 3 + 2/log2(3) + 1/2
-    dcg = 1 + 2 / math.log2(3) + 3 / 2
-    idcg = 3 + 2 / math.log2(3) + 1 / 2
-    assert ranking_ndcg({"a": 1.0, "b": 2.0, "c": 3.0}, rel) == pytest.approx(dcg / idcg)
-    with pytest.raises(DataError, match="lacks 1 feature"):
-        ranking_ndcg({"a": 1.0, "b": 2.0}, rel)
-    # the random floor lies strictly between the worst and the best ranking
-    assert dcg / idcg < random_ndcg(rel, 200, seed=0) < 1.0
-
-
-def test_mutual_information_and_one_hot_aggregation():
-    rng = np.random.default_rng(0)
-    n = 4000
-    c = rng.integers(0, 2, n)
-    noise = rng.normal(size=n)
-    # a one-hot feature whose first level is c itself and whose other two split c = 0
-    lvl = np.where(c == 1, 0, 1 + rng.integers(0, 2, n))
-    onehot = np.eye(3)[lvl]
-    x = np.c_[c, noise, onehot]
-    mi = mutual_information(x, c, np.array([True, False, True, True, True]), seed=0)
-    assert mi[0] == pytest.approx(np.log(2), abs=0.01)       # MI(c; c) = H(c) = ln 2
-    assert mi[1] < 0.02                                      # independent noise
-    agg = aggregate_groups(mi, ["copy", "noise", "colour", "colour", "colour"])
-    assert agg["colour"] == pytest.approx(mi[2:].mean())
-    assert list(agg) == ["copy", "noise", "colour"]
-    assert agg["copy"] > agg["colour"] > agg["noise"]
 
 
 def test_summarise_pair_auroc_and_win_rate():
@@ -285,7 +249,7 @@ def test_non_real_dataset_is_refused(tmp_path):
 
 
 def test_verdict_against_issue_14_targets():
-    from faux.fairness_check import verdict
+    from faux.studies.fairness_check import verdict
 
     unfair = {"probe_auroc": 0.88, "proxy_swap_mean_abs_dprob": 0.080, "accuracy": 0.85}
     ok = {"probe_auroc": 0.59, "proxy_swap_mean_abs_dprob": 0.039, "accuracy": 0.831}
@@ -336,7 +300,7 @@ def _figure_texts(monkeypatch) -> list[str]:
 def test_weak_fair_recipe_fails_the_check_and_is_flagged(tmp_path, monkeypatch):
     """A fair model with no adversary and no decorrelation (a plain MLP) still reads c off
     the toy's proxy: the job's check fails it, and Fig. 4 flags it (table and figure)."""
-    import faux.fairness_check as fcm
+    import faux.studies.fairness_check as fcm
 
     # declare a swap for the toy: the one-hot colour (independent of c), so it is measured
     monkeypatch.setitem(fcm.PROXY_EDITS, "toy", (("colour=red", "colour=green"),))

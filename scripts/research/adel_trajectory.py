@@ -9,7 +9,7 @@ epoch, and for each kept epoch prints
 * on the validation split: y accuracy, and the AUROC of c of a logistic probe fitted on the
   standardised hidden layer of ``--probe-fit-rows`` training rows (what a selection rule
   may use while training);
-* on the test split: the full check (``faux.fairness_check``: LR and MLP probe, swap,
+* on the test split: the full check (``faux.studies.fairness_check``: LR and MLP probe, swap,
   accuracy), what the study reports.
 
     FAUX_DATA_DIR=/work/shared/data OMP_NUM_THREADS=1 .venv/bin/python scripts/research/adel_trajectory.py \\
@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-from dataclasses import asdict
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -36,9 +36,10 @@ def main(argv=None) -> int:
     from pytorch_lightning.callbacks import Callback
     from sklearn.metrics import roc_auc_score
 
-    from faux.fairness_check import edit_columns, fairness_check, logistic_probe_auroc, proxy_edits
-    from faux.models.adel import AdelSpec
+    from faux.metrics.fairness import logistic_probe_auroc
+    from faux.models.adel import AdelSpec, train_adel
     from faux.models.mlp import MLPSpec
+    from faux.studies.fairness_check import edit_columns, fairness_check, proxy_edits
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dataset", default="adult")
@@ -74,10 +75,10 @@ def main(argv=None) -> int:
                 states[e] = copy.deepcopy(pl_module.model.state_dict())
 
     _, over = parse_recipe(a.recipe)
-    spec = AdelSpec(**{**asdict(AdelSpec()), **over})
+    spec = replace(AdelSpec(), **{**over, "max_epochs": a.max_epochs, "patience": a.patience})
     edits = edit_columns(proxy_edits(name), d.feature_names)
-    fair, info = spec.train(x, y, c, d.X_val, d.y_val, d.c_val, seed=seed + 1000,
-                            pair_edits=edits, extra_callbacks=(Keep(),), **ep)
+    fair, info = train_adel(spec, x, y, c, d.X_val, d.y_val, d.c_val, seed=seed + 1000,
+                            pair_edits=edits, extra_callbacks=(Keep(),), accelerator="cpu")
     print(f"trained {info['epochs']} epochs, best {info['best_epoch']}", flush=True)
 
     rng = np.random.default_rng(seed)

@@ -43,9 +43,9 @@ def main(argv=None) -> None:
 
     import faux.run  # noqa: F401  (the config's resolvers)
     from faux.data.real import load_real
-    from faux.fairness_check import edit_columns, proxy_edits
     from faux.methods.gradients import score
     from faux.metrics.ranking import separation_auroc
+    from faux.studies.fairness_check import edit_columns, proxy_edits
     from faux.studies.real import SEED_OFFSETS, Settings, select_rows, train_models
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

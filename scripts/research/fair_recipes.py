@@ -1,8 +1,8 @@
 """Train the unfair target and named Adel recipes on Adult and Bank; run the fairness check.
 
 Issue 14: which Adel recipe gives a fair model that is fair by a test-independent check
-(``faux.fairness_check``: fresh probe AUROC of c on the hidden layer, counterfactual proxy
-swap, parity gap, accuracy)? Targets per dataset: probe AUROC <= 0.60, proxy swap of the
+(``faux.studies.fairness_check``: fresh probe AUROC of c on the hidden layer, counterfactual
+proxy swap, parity gap, accuracy)? Targets per dataset: probe AUROC <= 0.60, proxy swap of the
 fair model <= half the unfair model's, accuracy within 2 points of the unfair model.
 
 Data and sizes are the real study's quick profile: ``faux.data.real.load_real(name, seed)``,
@@ -25,7 +25,7 @@ import argparse
 import copy
 import os
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -94,7 +94,7 @@ def parse_recipe(text: str) -> tuple[str, dict]:
     name, _, rest = text.partition(":")
     if name not in RECIPES:
         raise SystemExit(f"unknown recipe {name!r}; known: {', '.join(RECIPES)}")
-    kw = {} if name == "default" else {**GUARDS, **RECIPES[name]}
+    kw = {} if name == "default" else {**asdict(GUARDS), **RECIPES[name]}
     for item in filter(None, rest.split(";")):
         k, _, v = item.partition("=")
         kw[k] = yaml.safe_load(v)
@@ -117,9 +117,9 @@ def main(argv=None) -> int:
     import torch
     from sklearn.metrics import roc_auc_score
 
-    from faux.fairness_check import edit_columns, fairness_check, proxy_edits
-    from faux.models.adel import AdelSpec, refit_head
+    from faux.models.adel import AdelSpec, refit_head, train_adel
     from faux.models.mlp import MLPSpec
+    from faux.studies.fairness_check import edit_columns, fairness_check, proxy_edits
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", default="adult,bank")
@@ -168,7 +168,8 @@ def main(argv=None) -> int:
         return 0
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     recipes = [parse_recipe(r) for r in a.recipes.split(",")]
-    ep = {"max_epochs": a.max_epochs, "patience": a.patience, "accelerator": "cpu"}
+    sizes = {"max_epochs": a.max_epochs, "patience": a.patience}
+    ep = {**sizes, "accelerator": "cpu"}
     out_dir = Path(a.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     records = []
@@ -188,10 +189,10 @@ def main(argv=None) -> int:
                             "train_s": u_s, "epochs": uinfo["epochs"], **chk})
             print(_line(records[-1]), flush=True)
             for label, over in recipes:
-                spec = AdelSpec(**{**asdict(AdelSpec()), **over})
+                spec = replace(AdelSpec(), **{**over, **sizes})
                 t = time.perf_counter()
-                fair, finfo = spec.train(x, y, c, d.X_val, d.y_val, d.c_val, seed=seed + 1000,
-                                         pair_edits=edits, **ep)
+                fair, finfo = train_adel(spec, x, y, c, d.X_val, d.y_val, d.c_val,
+                                         seed=seed + 1000, pair_edits=edits, accelerator="cpu")
                 f_s = time.perf_counter() - t
                 chk = fairness_check(fair, *args, **kw)
                 records.append({"dataset": name, "seed": seed, "recipe": label, "model": "fair",
@@ -214,10 +215,10 @@ def main(argv=None) -> int:
                           f"{small['probe_auroc']:.3f}", flush=True)
             if a.aux:
                 label, over = parse_recipe(a.aux)
-                spec = AdelSpec(**{**asdict(AdelSpec()), **over})
+                spec = replace(AdelSpec(), **{**over, **sizes})
                 t = time.perf_counter()
-                aux, ainfo = spec.train(x, c, y, d.X_val, d.c_val, d.y_val, seed=seed + 2000,
-                                        **ep)
+                aux, ainfo = train_adel(spec, x, c, y, d.X_val, d.c_val, d.y_val,
+                                        seed=seed + 2000, accelerator="cpu")
                 a_s = time.perf_counter() - t
                 chk = fairness_check(aux, *args, target="y", y_train=y, y_val=d.y_val,
                                      seed=seed + 4000)
@@ -346,16 +347,16 @@ def toy(recipes: str, rows: int = 2000, epochs: int = 40, seeds=(0,)) -> int:
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-    from faux.models.adel import train_adel
+    from faux.models.adel import GUARDS, train_adel
     from test_models_adel import _probe, _toy
 
     x, y, c = _toy(rows, 0)
     xv, yv, cv = _toy(rows // 2, 1)
     for label, over in (parse_recipe(r) for r in recipes.split(",")):
         for seed in seeds:
-            kw = dict(width=32, depth=2, max_epochs=epochs, patience=5, seed=seed,
-                      accelerator="cpu")
-            fair, info = train_adel(x, y, c, xv, yv, cv, **{"alpha_decay": 0.85, **over}, **kw)
+            sizes = dict(width=32, depth=2, max_epochs=epochs, patience=5)
+            spec = replace(GUARDS, **{"alpha_decay": 0.85, **over, **sizes})
+            fair, info = train_adel(spec, x, y, c, xv, yv, cv, seed=seed, accelerator="cpu")
             print(f"toy {label} seed {seed}: probe c accuracy "
                   f"{_probe(fair.net, x, c, xv, cv):.3f}, y accuracy {info['accuracy']:.3f}, "
                   f"best epoch {info['best_epoch']}", flush=True)

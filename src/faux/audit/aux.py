@@ -125,17 +125,20 @@ def train_aux(z: np.ndarray, c_raw: np.ndarray, info: ProtectedInfo, y=None, *,
         quality = {"metric": "R2", "r2": r2, "chance": 0.0}
         near = r2 < NEAR_CHANCE_R2
     else:
-        common = dict(width=width, depth=depth, seed=seed, max_epochs=epochs, patience=5,
-                      batch_size=128, accelerator="cpu")
+        sizes = dict(width=width, depth=depth, max_epochs=epochs, patience=5, batch_size=128)
         if kind == "adel":
-            from faux.models.adel import train_adel
+            from dataclasses import replace
+
+            from faux.models.adel import GUARDS, train_adel
 
             yb = _binary_label(y, z.shape[0])
-            net, _ = train_adel(z[tr], t[tr], yb[tr], z[te], t[te], yb[te], **common)
+            net, _ = train_adel(replace(GUARDS, **sizes), z[tr], t[tr], yb[tr], z[te], t[te],
+                                yb[te], seed=seed, accelerator="cpu")
         else:
             from faux.models.mlp import train_mlp
 
-            net, _ = train_mlp(z[tr], t[tr], z[te], t[te], **common)
+            net, _ = train_mlp(z[tr], t[tr], z[te], t[te], seed=seed, accelerator="cpu",
+                               **sizes)
         net = net.eval()
         with torch.no_grad():
             logits = net(torch.as_tensor(z[te], dtype=torch.float32)).numpy()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import average_precision_score, ndcg_score, roc_auc_score
 
-from faux.errors import FauxError
+from faux.errors import DataError, FauxError
 
 
 def _np(a) -> np.ndarray:
@@ -91,6 +91,27 @@ def ndcg(true_relevance, predicted_scores, k: int | None = None) -> float:
         raise FauxError("NDCG relevances must be >= 0 (use absolute values)")
     return float(ndcg_score(t[None, :], p[None, :], k=k))
 
+
+
+def ndcg_by_name(scores: dict[str, float], relevance: dict[str, float]) -> float:
+    """:func:`ndcg` (all items) of per-item scores against true relevances, both keyed by the
+    item's name (a feature ranking against its ground truth); ``scores`` must cover every
+    item of ``relevance``."""
+    names = list(relevance)
+    missing = [n for n in names if n not in scores]
+    if missing:
+        raise DataError(f"feature score lacks {len(missing)} feature(s), e.g. {missing[0]!r}")
+    return ndcg([relevance[n] for n in names], [scores[n] for n in names])
+
+
+def random_ndcg(relevance, n: int, seed: int) -> float:
+    """Mean NDCG of ``n`` uniformly random rankings of items with true ``relevance`` (an
+    array, or a dict of name -> relevance): the floor to read a ranking's NDCG against."""
+    if isinstance(relevance, dict):
+        relevance = list(relevance.values())
+    rel = np.asarray(relevance, dtype=float)[None, :]
+    rng = np.random.default_rng(int(seed))
+    return float(np.mean([ndcg_score(rel, rng.random(rel.shape)) for _ in range(int(n))]))
 
 # ------------------------------------------------------------------ prevalence-aware AP
 #

@@ -7,11 +7,12 @@ targets and the aux: probe AUROC, proxy-swap |Δp|, parity gap, accuracy, and th
 model's pass/fail against the targets; the adversaries and the GANs) and
 ``figures/fig4_<dataset>.png``.
 
-The fair model's verdict is taken on the means over seeds (``faux.fairness_check.verdict``,
-with the jobs' targets); the number of seeds whose own verdict passed is beside it. A fair
-model that fails, or whose jobs carry no check, is flagged in ``fig4.md`` (a line under the
-table) and in the figure (a red line under the title: "fair model FAILS the check"); each
-panel's title gives both models' probe AUROC and swap |Δp|.
+The fair model's verdict is taken on the means over seeds
+(``faux.studies.fairness_check.verdict``, with the jobs' targets); the number of seeds whose
+own verdict passed is beside it. A fair model that fails, or whose jobs carry no check, is
+flagged in ``fig4.md`` (a line under the table) and in the figure (a red line under the
+title: "fair model FAILS the check"); each panel's title gives both models' probe AUROC and
+swap |Δp|.
 Scores of different methods live on different scales, so the figure has one panel per
 method, each with its own y axis: two boxes, unfair model grey, fair model blue; box =
 25-75 %, line = median, whiskers = 5-95 % of the individuals' scores pooled over seeds (from
@@ -29,7 +30,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faux.fairness_check import TARGETS, verdict
 from faux.methods import registry
 from faux.reports.base import Report, fmt, write_tables
 from faux.reports.real_sweep import (
@@ -40,6 +40,7 @@ from faux.reports.real_sweep import (
     method_names,
     ms,
 )
+from faux.studies.fairness_check import TARGETS, verdict
 
 NAME = "fig4"
 UNFAIR_COLOR, FAIR_COLOR = "#9e9e9e", "#4a7fc1"
@@ -291,7 +292,7 @@ def _row(models: pd.DataFrame, dataset: str):
 
 def _models_md(models: pd.DataFrame) -> str:
     ds = list(models["dataset"])
-    lines = ["Issue 14's fairness check (faux.fairness_check; test split): probe = the larger "
+    lines = ["The fairness check (faux.studies.fairness_check; test split): probe = the larger "
              "held-out AUROC of two fresh probes (logistic, MLP 32×1) of c on the model's "
              "last hidden layer (of y for the aux); swap = mean |Δp| under the dataset's "
              "declared proxy edits (Adult: relationship Husband ↔ Wife; Bank: job student ↔ "

@@ -29,20 +29,21 @@ seed, so every model is trained once and every method scores the same individual
 5. costs (Table 4): parameters and training time of FlipTest (both generators and both
    critics) and of the aux model (the predictor network; its adversary is reported apart).
 
-The fairness check (issue 14; :func:`faux.fairness_check.fairness_check`, independent of
-every compared test) runs on both targets and on the aux in every job, on the test split: a
-fresh probe's AUROC for c on the model's last hidden layer (for y on the aux's: A.11.2 keeps
-the aux from reading y), the counterfactual proxy swap's mean |Δp| over the dataset's declared
-edits (``proxy_edits``), the demographic-parity gap and the accuracy. :func:`fair_verdict`
-holds the fair model against issue 14's targets (``RealSettings.targets``: probe AUROC ≤ 0.60,
-swap ≤ half the unfair model's, accuracy within 2 points); the verdict goes to
-``metrics.fairness_check`` with the three checks, and a fair model that fails is flagged by
-the Fig. 4 report, never silently used. The fair model's recipe can differ per dataset
-(``RealSettings.fair_by_dataset``: AdelSpec fields overridden for one dataset; recorded in
-``metrics.fairness_check.fair_overrides``). The fair model's counterfactual pairing
-(``AdelSpec.pair``) trains on the same declared edits, so its swap partly measures a training
-objective; the probe and the accuracy do not. The Adel models (fair model, Adel aux) get
-their own epoch cap (``adel_max_epochs``): their α warm-up must fit under it.
+The fairness check (:func:`faux.studies.fairness_check.fairness_check`, independent of every
+compared test) runs on both targets and on the aux in every job, on the test split: a fresh
+probe's AUROC for c on the model's last hidden layer (for y on the aux's: A.11.2 keeps the aux
+from reading y), the counterfactual proxy swap's mean |Δp| over the dataset's declared edits
+(``proxy_edits``), the demographic-parity gap and the accuracy.
+:func:`faux.studies.fairness_check.verdict` holds the fair model against the targets
+(``RealSettings.targets``: probe AUROC ≤ 0.60, swap ≤ half the unfair model's, accuracy
+within 2 points); the verdict goes to ``metrics.fairness_check`` with the three checks, and a
+fair model that fails is flagged by the Fig. 4 report, never silently used. The fair model's
+recipe can differ per dataset (``RealSettings.fair_by_dataset``: AdelSpec fields overridden
+for one dataset; recorded in ``metrics.fairness_check.fair_overrides``). The fair model's
+counterfactual pairing (``AdelSpec.pair``) trains on the same declared edits, so its swap
+partly measures a training objective; the probe and the accuracy do not. The Adel models
+(fair model, Adel aux) get their own epoch cap (``adel_max_epochs``): their α warm-up must fit
+under it.
 
 Seeds: the job's seed splits the table (``load_real``) and draws the training subsample and
 the scored individuals; each trained part gets its own seed (``seed + SEED_OFFSETS[part]``), so
@@ -64,7 +65,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -72,9 +73,10 @@ import torch
 
 from faux.data.real import RealData
 from faux.errors import ConfigError, DataError
-from faux.fairness_check import TARGETS, edit_columns, proxy_edits
 from faux.methods import registry
 from faux.methods.protocol import Batch, MethodConfig, TrainData
+from faux.metrics.ranking import auroc
+from faux.studies.fairness_check import TARGETS, edit_columns, proxy_edits, verdict
 
 log_ = logging.getLogger("faux.studies.real")
 
@@ -238,19 +240,13 @@ def default_specs() -> ModelSpecs:
     from faux.models.wgan import GANSpec
 
     # the aux of conf/model/aux/adel.yaml: the guards alone (the fair recipe collapsed it)
-    return ModelSpecs(MLPSpec(), AdelSpec(), AdelSpec(**GUARDS), GANSpec())
+    return ModelSpecs(MLPSpec(), AdelSpec(), GUARDS, GANSpec())
 
 
 def _is_adel(spec) -> bool:
     from faux.models.adel import AdelSpec
 
     return isinstance(spec, AdelSpec)
-
-
-def _np_auc(labels: np.ndarray, scores: np.ndarray) -> float:
-    from sklearn.metrics import roc_auc_score
-
-    return float(roc_auc_score(labels, scores)) if np.unique(labels).size == 2 else float("nan")
 
 
 def _logits(model: torch.nn.Module, x: np.ndarray) -> np.ndarray:
@@ -260,12 +256,12 @@ def _logits(model: torch.nn.Module, x: np.ndarray) -> np.ndarray:
 
 def check_model(model: torch.nn.Module, rows: Rows, data: RealData, settings: RealSettings,
                 seed: int, target: str = "c") -> dict:
-    """Issue 14's fairness check of one model on the test split (``faux.fairness_check``).
+    """The fairness check of one model on the test split (``faux.studies.fairness_check``).
 
     ``target="c"``: a target model of y (the probe reads c); ``"y"``: the aux (a model of c;
     the probe reads y). The MLP probe's ``max_epochs`` is capped by the study's.
     """
-    from faux.fairness_check import fairness_check
+    from faux.studies.fairness_check import fairness_check
 
     opts = dict(settings.probe)
     opts["max_epochs"] = min(int(opts.get("max_epochs", settings.max_epochs)),
@@ -279,13 +275,6 @@ def check_model(model: torch.nn.Module, rows: Rows, data: RealData, settings: Re
                          probe=opts, **extra)
     return {k: (v if not isinstance(v, float) or np.isfinite(v) else None)
             for k, v in out.items()}
-
-
-def fair_verdict(unfair: dict, fair: dict, targets: dict | None = None) -> dict:
-    """The fair model against issue 14's targets (:func:`faux.fairness_check.verdict`)."""
-    from faux.fairness_check import verdict
-
-    return verdict(unfair, fair, targets)
 
 
 def _f(v) -> str:
@@ -330,7 +319,7 @@ def train_models(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSe
     """Train the unfair target, the fair target and the aux model of a job (each with its own
     seed, ``seed + SEED_OFFSETS[part]``): ``{unfair, fair, aux: (model, info), fair_over,
     timings}``. The job's :func:`train_all` and ``scripts/research/diagnose_real.py`` share it."""
-    from dataclasses import replace
+    from faux.models.adel import train_adel
 
     if not _is_adel(specs.fair):
         raise ConfigError("the fair model must be an Adel model (conf/model/fair/adel.yaml)")
@@ -344,21 +333,24 @@ def train_models(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSe
     timings["unfair_s"] = time.perf_counter() - t
     t = time.perf_counter()
     fair_over = settings.fair_overrides(data.name)
-    fair_spec = replace(specs.fair, **fair_over) if fair_over else specs.fair
     # the Adel models' alpha warm-up (44 epochs from 100 at decay 0.9) must fit under their cap
-    ep_adel = {**ep, "max_epochs": int(settings.adel_max_epochs or settings.max_epochs)}
+    adel_ep = {"max_epochs": int(settings.adel_max_epochs or settings.max_epochs),
+               "patience": settings.patience}
+    fair_spec = replace(specs.fair, **{**fair_over, **adel_ep})
     # the fair model's counterfactual pairing uses the dataset's declared proxy edits
     edits = edit_columns(proxy_edits(data.name), data.feature_names) if fair_spec.pair else ()
     if fair_spec.pair and not edits:
-        log(f"{data.name}: no declared proxy edits (faux.fairness_check.PROXY_EDITS); the fair "
-            f"model's counterfactual pairing is off")
-    fair, finfo = fair_spec.train(rows.x, rows.y, rows.c, rows.x_val, rows.y_val, rows.c_val,
-                                   seed=sd["fair"], pair_edits=edits, **ep_adel)
+        log(f"{data.name}: no declared proxy edits (faux.studies.fairness_check.PROXY_EDITS); "
+            f"the fair model's counterfactual pairing is off")
+    fair, finfo = train_adel(fair_spec, rows.x, rows.y, rows.c, rows.x_val, rows.y_val,
+                             rows.c_val, seed=sd["fair"], pair_edits=edits,
+                             accelerator=settings.accelerator)
     timings["fair_s"] = time.perf_counter() - t
     t = time.perf_counter()
     if _is_adel(specs.aux):
-        aux, ainfo = specs.aux.train(rows.x, rows.c, rows.y, rows.x_val, rows.c_val,
-                                     rows.y_val, seed=sd["aux"], **ep_adel)
+        aux, ainfo = train_adel(replace(specs.aux, **adel_ep), rows.x, rows.c, rows.y,
+                                rows.x_val, rows.c_val, rows.y_val, seed=sd["aux"],
+                                accelerator=settings.accelerator)
     else:
         aux, ainfo = specs.aux.train(rows.x, rows.c, rows.x_val, rows.c_val, seed=sd["aux"],
                                      **ep)
@@ -374,8 +366,6 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
               log: Callable[[str], None] = log_.info) -> Trained:
     """Train both targets and the aux model (:func:`train_models`), then fit every method
     (FlipTest's GANs, the linear fair metric of FTA + lin. aux and Unfair Map, ...) once."""
-    from dataclasses import replace
-
     m3 = train_models(data, rows, specs, settings, seed, log)
     (unfair, uinfo), (fair, finfo), (aux, ainfo) = m3["unfair"], m3["fair"], m3["aux"]
     fair_over, timings = m3["fair_over"], m3["timings"]
@@ -404,7 +394,7 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
     check = {"unfair": check_model(unfair, rows, data, settings, sd["probe"]),
              "fair": check_model(fair, rows, data, settings, sd["probe"]),
              "aux": check_model(aux, rows, data, settings, sd["probe"], target="y")}
-    check.update(fair_verdict(check["unfair"], check["fair"], settings.targets))
+    check.update(verdict(check["unfair"], check["fair"], settings.targets))
     check["fair_overrides"] = fair_over
     timings["check_s"] = time.perf_counter() - t
     u, f = check["unfair"], check["fair"]
@@ -422,7 +412,7 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
         "fair": target_facts(finfo, check["fair"], rows),
         "aux": {"kind": "adel" if _is_adel(specs.aux) else "mlp",
                 "accuracy": float(ainfo["accuracy"]),
-                "auroc": _np_auc(rows.c_val, a_logit),
+                "auroc": auroc(rows.c_val, a_logit),
                 "c_chance": float(max(rows.c_val.mean(), 1 - rows.c_val.mean())),
                 "adv_accuracy": ainfo.get("adv_accuracy"), "adv_chance": ainfo.get("adv_chance"),
                 "n_params": int(ainfo["n_params"]),
@@ -488,48 +478,18 @@ def score_all(tr: Trained, rows: Rows, settings: RealSettings) -> tuple[dict, di
 # ----------------------------------------------------------------------------- Table 3
 
 
-def mutual_information(x: np.ndarray, c: np.ndarray, discrete: np.ndarray, seed: int,
-                       n_neighbors: int = 3) -> np.ndarray:
-    """Per-column MI (nats) between x and binary c (scikit-learn's Ross 2014 estimator)."""
-    from sklearn.feature_selection import mutual_info_classif
-
-    return mutual_info_classif(x, c, discrete_features=np.asarray(discrete, dtype=bool),
-                               n_neighbors=n_neighbors, random_state=int(seed))
-
-
 def discrete_mask(data: RealData) -> np.ndarray:
     """True for every column that is not a standardised continuous feature."""
     cont = set(data.continuous)
     return np.array([n not in cont for n in data.feature_names], dtype=bool)
 
 
-def ranking_ndcg(scores: dict[str, float], relevance: dict[str, float]) -> float:
-    """NDCG (scikit-learn, all features) of a per-feature score against true relevances.
-
-    Both are dicts keyed by the original feature name; the score dict must cover them all.
-    """
-    from faux.metrics.ranking import ndcg
-
-    names = list(relevance)
-    missing = [n for n in names if n not in scores]
-    if missing:
-        raise DataError(f"feature score lacks {len(missing)} feature(s), e.g. {missing[0]!r}")
-    return ndcg([relevance[n] for n in names], [scores[n] for n in names])
-
-
-def random_ndcg(relevance: dict[str, float], n: int, seed: int) -> float:
-    """Mean NDCG of ``n`` uniformly random rankings (the floor to read Table 3 against)."""
-    from sklearn.metrics import ndcg_score
-
-    rel = np.asarray(list(relevance.values()), dtype=float)[None, :]
-    rng = np.random.default_rng(int(seed))
-    return float(np.mean([ndcg_score(rel, rng.random(rel.shape)) for _ in range(int(n))]))
-
-
 def transparency(tr: Trained, rows: Rows, data: RealData, settings: RealSettings,
                  seed: int) -> dict:
     """Feature reports (A.10), the MI ground truth, NDCGs and top features."""
     from faux.methods.transparency import aggregate_groups
+    from faux.metrics.fairness import mutual_information
+    from faux.metrics.ranking import ndcg_by_name, random_ndcg
 
     t = time.perf_counter()
     mi_cols = mutual_information(rows.x, rows.c, discrete_mask(data), seed)
@@ -546,7 +506,7 @@ def transparency(tr: Trained, rows: Rows, data: RealData, settings: RealSettings
         reports[name] = aggregate_groups(tr.fitted[v["method"]].report(x0, **opts),
                                          data.feature_groups)
     t_rep = time.perf_counter() - t
-    ndcg = {m: ranking_ndcg(r, mi) for m, r in reports.items()}
+    ndcg = {m: ndcg_by_name(r, mi) for m, r in reports.items()}
 
     def top(d, k=5):
         return [n for n, _ in sorted(d.items(), key=lambda kv: -kv[1])[:k]]

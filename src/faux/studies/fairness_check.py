@@ -1,7 +1,7 @@
 """A fairness check of a trained classifier that does not depend on any fairness test.
 
-Issue 14: before Fig. 4 compares how the tests score an unfair and a fair model, the fair
-model must be fair by a measure none of the compared tests uses. :func:`fairness_check`
+Before Fig. 4 compares how the tests score an unfair and a fair model, the fair model must
+be fair by a measure none of the compared tests uses. :func:`fairness_check`
 returns, for one model:
 
 * ``probe_auroc``: a *fresh probe*. The model is frozen; a logistic regression and a small
@@ -37,8 +37,9 @@ seed 0; ``P(c = 1 | column)`` against the base rate):
   sense of "what a record says about age", not a pure one; no pure one exists in Bank's
   encoded features (every other level has P(c = 1) between 0.92 and 1.00).
 
-Pure functions of a model, arrays and plain arguments; the real-data study calls
-:func:`fairness_check` per model.
+Functions of a model, arrays and plain arguments; the metrics themselves are the pure array
+functions of :mod:`faux.metrics.fairness`. The real-data study calls :func:`fairness_check`
+per model.
 """
 
 from __future__ import annotations
@@ -49,6 +50,13 @@ import numpy as np
 import torch
 
 from faux.errors import ConfigError, DataError
+from faux.metrics.fairness import (
+    demographic_parity_gap,
+    logistic_probe_auroc,
+    mean_abs_change,
+    swapped_rows,
+)
+from faux.metrics.ranking import auroc
 
 #: per dataset, pairs of one-hot columns swapped by the counterfactual proxy edit
 PROXY_EDITS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -57,12 +65,12 @@ PROXY_EDITS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-#: issue 14's targets for a fair model, against the unfair model of the same data and seed
+#: the targets for a fair model, against the unfair model of the same data and seed
 TARGETS = {"probe_max": 0.60, "swap_ratio": 0.5, "accuracy_drop": 0.02}
 
 
 def verdict(unfair: dict, fair: dict, targets: dict | None = None) -> dict:
-    """A fair model's check against issue 14's targets, given both models' checks.
+    """A fair model's check against :data:`TARGETS`, given both models' checks.
 
     ``unfair`` and ``fair`` are :func:`fairness_check` outputs (or their means over seeds;
     missing or NaN values count as not measured). ``probe``: the fair model's probe AUROC ≤
@@ -151,71 +159,15 @@ def _hidden(model: torch.nn.Module, x) -> np.ndarray:
         return model.hidden(_as_tensor(x)).double().numpy()
 
 
-def _auroc(t: np.ndarray, score: np.ndarray) -> float:
-    from sklearn.metrics import roc_auc_score
-
-    t = np.asarray(t).reshape(-1)
-    return float(roc_auc_score(t, score)) if np.unique(t).size == 2 else float("nan")
-
-
 def proxy_swap(model: torch.nn.Module, x, edits: Sequence[tuple[int, int]]) -> tuple[float, int]:
     """Mean |p(x') - p(x)| over the rows of ``x`` that hold a column of an edit, and their count.
 
     ``x'`` exchanges the two columns of the edit. Rows holding neither column are left out;
     ``(nan, 0)`` when no row is edited.
     """
-    x = np.asarray(x, dtype=np.float32)
-    diffs = []
-    for i, j in edits:
-        sel = (x[:, i] == 1) | (x[:, j] == 1)
-        if not sel.any():
-            continue
-        xs = x[sel].copy()
-        xs[:, [i, j]] = xs[:, [j, i]]
-        diffs.append(np.abs(_prob(model, xs) - _prob(model, x[sel])))
-    if not diffs:
-        return float("nan"), 0
-    d = np.concatenate(diffs)
-    return float(d.mean()), int(d.size)
-
-
-def logistic_probe_auroc(h_fit, t_fit, h_eval, t_eval) -> float:
-    """Held-out AUROC of a logistic regression (scikit-learn, L2, C = 1) of ``t`` on the
-    standardised hidden layer: fitted on ``h_fit``, scored on ``h_eval``. The check's linear
-    probe; the Adel model's ``probe_target`` steers by it on the validation rows."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
-
-    scaler = StandardScaler().fit(h_fit)
-    lr = LogisticRegression(C=1.0, max_iter=1000).fit(scaler.transform(h_fit), t_fit)
-    return _auroc(t_eval, lr.decision_function(scaler.transform(h_eval)))
-
-
-def mlp_probe_auroc(h_fit, t_fit, h_eval, t_eval, *, width: int = 32, steps: int = 200,
-                    lr: float = 1e-2, seed: int = 0) -> float:
-    """Held-out AUROC of a one-hidden-layer MLP (``width`` ReLU units, ``steps`` full-batch
-    Adam steps at ``lr``) of ``t`` on the standardised hidden layer: fitted on ``h_fit``,
-    scored on ``h_eval``. A cheap nonlinear probe (no Lightning trainer, no early stopping) for the
-    Adel model's per-epoch ``probe_target`` control; the check's own MLP probe
-    (:func:`probe_auroc`) trains with early stopping on separate validation rows."""
-    from sklearn.preprocessing import StandardScaler
-
-    scaler = StandardScaler().fit(h_fit)
-    hf = torch.as_tensor(scaler.transform(h_fit), dtype=torch.float32)
-    tf = torch.as_tensor(np.asarray(t_fit).reshape(-1), dtype=torch.float32)
-    with torch.random.fork_rng(devices=[]), torch.enable_grad():
-        torch.manual_seed(int(seed))
-        net = torch.nn.Sequential(torch.nn.Linear(hf.shape[1], int(width)), torch.nn.ReLU(),
-                                  torch.nn.Linear(int(width), 1))
-        opt = torch.optim.Adam(net.parameters(), lr=float(lr))
-        for _ in range(int(steps)):
-            opt.zero_grad()
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(net(hf)[:, 0], tf)
-            loss.backward()
-            opt.step()
-    with torch.no_grad():
-        score = net(torch.as_tensor(scaler.transform(h_eval), dtype=torch.float32))[:, 0]
-    return _auroc(t_eval, score.numpy())
+    pairs = swapped_rows(x, edits)
+    return mean_abs_change([_prob(model, a) for a, _ in pairs],
+                           [_prob(model, b) for _, b in pairs])
 
 
 def probe_auroc(model: torch.nn.Module, x_train, t_train, x_val, t_val, x_test, t_test, *,
@@ -237,7 +189,7 @@ def probe_auroc(model: torch.nn.Module, x_train, t_train, x_val, t_val, x_test, 
     auc_lr = logistic_probe_auroc(h, t, ht, tt)
     net, _ = train_mlp(h, t, hv, tv, width=width, depth=depth, max_epochs=max_epochs,
                        patience=patience, seed=seed, accelerator=accelerator)
-    auc_mlp = _auroc(tt, _logits(net, ht))
+    auc_mlp = auroc(tt, _logits(net, ht))
     return {"probe_auroc": max(auc_lr, auc_mlp), "probe_auroc_lr": auc_lr,
             "probe_auroc_mlp": auc_mlp}
 
@@ -275,5 +227,5 @@ def fairness_check(model: torch.nn.Module, x_train, c_train, x_val, c_val, x_tes
     out["proxy_swap_mean_abs_dprob"], out["proxy_swap_n"] = proxy_swap(model, x_test, cols)
     yhat = _logits(model, x_test) > 0
     out["accuracy"] = float((yhat == label).mean())
-    out["dp_gap"] = float(abs(yhat[group == 1].mean() - yhat[group == 0].mean()))
+    out["dp_gap"] = demographic_parity_gap(yhat, group)
     return out
