@@ -217,8 +217,8 @@ def cached_mlp_stacked(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, 
                        projection: torch.Tensor | None = None):
     """:func:`cached_mlp` for seed ``seed`` of a cell whose retrainings are ``seeds``: on a
     miss every seed of ``seeds`` not yet cached trains in one stack
-    (:func:`faux.models.stacked.train_mlps_stacked`, each member bit for bit as it would train
-    alone at the studies' shapes) and is cached under its own key. The keys say ``trainer: stacked``, so
+    (:func:`faux.models.stacked.train_mlps_stacked`, each member as it would train alone, to
+    float32 rounding, at the studies' shapes) and is cached under its own key. The keys say ``trainer: stacked``, so
     these entries never mix with separately trained ones. One lock per cell: parallel jobs of
     a cell (fAux, fAux+NG, fAux+IG) train its stack once."""
     from faux.models.stacked import train_mlps_stacked
