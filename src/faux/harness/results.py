@@ -22,7 +22,7 @@ from pathlib import Path
 
 from faux.harness.identity import config_yaml_key
 
-log = logging.getLogger("faux.run")
+log = logging.getLogger("faux.run")          # the job's own log (run.log)
 
 RESULT = "result.json"
 STALE = "result.stale.json"
