@@ -170,7 +170,7 @@ def test_cached_stack_trains_a_cells_seeds_once_each_as_it_would_alone(tmp_path,
     cell in one stack and caches each under its own key (marked ``trainer: stacked``, apart
     from the one-by-one entries); later seeds load; each member equals ``cached_mlp``'s."""
     import faux.models.stacked as stacked_mod
-    from faux.cache import Cache
+    from faux.harness.cache import Cache
     from faux.studies.column import cached_mlp, cached_mlp_stacked
 
     x, t = _noisy(256, 6, 0)

@@ -113,7 +113,7 @@ NEED_KEYS = {"aux": ("model.aux", "synthetic.aux_trainer"), "gan": ("model.gan",
 
 def foreign_keys(name: str) -> tuple[str, ...]:
     """The dotted config keys a one-method job of ``name`` does not read: other methods' own
-    keys and the keys of needs it lacks. ``faux.run.config_hash`` leaves them out, so a rerun
+    keys and the keys of needs it lacks. ``faux.studies.job.config_hash`` leaves them out, so a rerun
     that changes one method's option finds every other method's jobs finished."""
     m = get(name)
     own = set(m.config_keys) | {k for need in m.needs for k in NEED_KEYS.get(need, ())}

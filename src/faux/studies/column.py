@@ -11,7 +11,7 @@ reference +11, +12, +13), so every job of a column sees the same individuals.
 Shared builds: :func:`prepare_shared` builds each dataset's CVAE once in total
 (:func:`ensure_generators`, one lock per dataset) and a column's target and bias-0 reference
 under one lock per (pair, fusion, seed, recipe), so parallel jobs never train the same
-artifact twice (the locks: ``faux.cache.Cache.lock``, files ``<cache>/locks/<name>.lock``).
+artifact twice (the locks: ``faux.harness.cache.Cache.lock``, files ``<cache>/locks/<name>.lock``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from faux.cache import Cache, code_version, torch_dumps, torch_loads
 from faux.errors import ConfigError
+from faux.harness.cache import Cache, code_version, torch_dumps, torch_loads
 from faux.methods import registry
 from faux.methods.protocol import Batch, MethodConfig, TrainData
 from faux.models.mlp import MLP, MLPSpec

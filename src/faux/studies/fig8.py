@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from faux.cache import Cache, code_version, torch_dumps, torch_loads
 from faux.errors import ConfigError
+from faux.harness.cache import Cache, code_version, torch_dumps, torch_loads
 from faux.methods.lic_ub import lic_ub
 from faux.synth.ground_truth import ifs, ifs_labels, ifs_threshold, positive_rate
 from faux.synth.reference import MLP, train_mlp
