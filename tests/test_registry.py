@@ -20,8 +20,11 @@ ROOT = Path(__file__).resolve().parents[1]
 class Toy(Base):
     """|f_tar(x) - f_aux(x)| on the logits: a fairness test in a dozen lines."""
 
+    name, label, needs, transparency = "toy", "Toy test", frozenset({"target", "aux"}), True
+    audit_threshold = 0.1
+
     def fit(self, data: TrainData, seed: int):
-        out = Toy(self.name, self.config)
+        out = Toy(self.config)
         out.aux, ainfo = data.aux(seed)
         out.info = {"aux_accuracy": ainfo["accuracy"]}
         return out
@@ -37,8 +40,7 @@ class Toy(Base):
 
 @pytest.fixture
 def toy():
-    m = registry.register(registry.Method("toy", "Toy test", Toy, {"target", "aux"},
-                                          report=True))
+    m = registry.register(Toy)
     yield m
     registry.unregister("toy")
 
@@ -73,7 +75,10 @@ def test_registry_order_needs_and_errors(toy):
     with pytest.raises(ConfigError, match="unknown method 'nosuch'.*toy"):
         registry.get("nosuch")
     with pytest.raises(ConfigError, match="needs"):
-        registry.Method("bad", "Bad", Toy, {"aux", "gpu"})
+        registry.register(type("Bad", (Toy,), {"name": "bad", "needs": {"aux", "gpu"}}))
+    with pytest.raises(ConfigError, match="subclass"):
+        registry.register(Toy())
+    assert "bad" not in registry.names()
     with pytest.raises(ConfigError, match="unknown method"):
         registry.check_names(["faux", "nosuch"])
 

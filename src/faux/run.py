@@ -131,7 +131,7 @@ def plain_config(cfg: DictConfig) -> dict:
 def config_hash(cfg: dict, data_sha256: str | None = None) -> str:
     """A stable hash of what the job computes: the config less paths and logging, the
     profile sections of other studies and, for a one-method job, the keys only other methods
-    read (``registry.foreign_keys``), and the checksum of the data files it reads."""
+    read (``faux.studies.config.foreign_keys``), and the checksum of the data files it reads."""
     c = json.loads(json.dumps(cfg, default=str))
     if data_sha256 is not None:
         c["__data_sha256__"] = data_sha256
@@ -148,9 +148,10 @@ def config_hash(cfg: dict, data_sha256: str | None = None) -> str:
                 profile.pop(section, None)
     if isinstance(c.get("method"), str):       # a one-method job: other methods' keys out
         from faux.methods import registry
+        from faux.studies.config import foreign_keys
 
         if c["method"] in registry.names():
-            for key in registry.foreign_keys(c["method"]):
+            for key in foreign_keys(c["method"]):
                 _pop_dotted(c, key)
     blob = json.dumps(c, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
