@@ -1,6 +1,6 @@
 """Gradient-based individual-fairness scorers: FTA, fAux (eq. 9), fAux+NG (eq. 10), fAux+IG.
 
-``score(method, target, aux, x, **options) -> (n,)`` is the public entry point
+``score(method, target, aux, x, options, **overrides) -> (n,)`` is the public entry point
 (``faux.score`` delegates here). The models are ``nn.Module``s mapping a float tensor
 ``(n, d)`` to logits ``(n,)`` or ``(n, 1)``; ``aux`` may return ``(n, k)``, one logit per
 protected attribute.

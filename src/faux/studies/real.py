@@ -75,6 +75,7 @@ from faux.data.real import RealData
 from faux.errors import ConfigError, DataError
 from faux.methods import registry
 from faux.methods.builtin import FlipTestMethod, FTALinMethod, UnfairMapMethod
+from faux.methods.options import ScoreOptions
 from faux.methods.protocol import Batch, MethodConfig, TrainData
 from faux.metrics.ranking import auroc
 from faux.studies.fairness_check import TARGETS, edit_columns, proxy_edits, verdict
@@ -129,6 +130,7 @@ class RealSettings:
             if name in methods() or not isinstance(v, dict) or v.get("method") not in scorers:
                 raise ConfigError(f"variant {name!r} must be a new name with "
                                   f"method in {scorers}; got {v!r}")
+            ScoreOptions.of(self.options, **{k: w for k, w in v.items() if k != "method"})
         for name, v in self.report_variants.items():
             if (name in report_methods() or not isinstance(v, dict)
                     or v.get("method") not in report_methods()):
