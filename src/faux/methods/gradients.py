@@ -71,7 +71,7 @@ from faux.methods.options import ScoreOptions
 METHODS = ("fta", "faux", "faux_ng", "faux_ig")
 NG_READINGS = ("feature", "sample", "feature_rms")
 #: results a target memo keeps (oldest dropped first)
-MEMO_ENTRIES = 4
+MEMO_ENTRIES = 8
 
 # --------------------------------------------------------------------------- combiners
 

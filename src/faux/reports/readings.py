@@ -53,7 +53,7 @@ MIN_RATE = 0.15                 # a valid reading has at least this many positiv
 CAPS = P.table1_prevalence_caps()
 
 
-def short(method: str) -> str:
+def short_label(method: str) -> str:
     """A method's short label in the compact tables (``short``, else its label)."""
     m = registry.get(method)
     return m.short or m.label
@@ -216,11 +216,11 @@ def markdown(df: pd.DataFrame) -> str:
               "column; the paper's row is its AP normalised at its cap (a lower bound):", "",
               "| reading | row | " + " | ".join(short) + " |", "|---|---|" + "---|" * len(COLUMNS)]
     for m in METHODS:
-        lines.append(f"| paper | {short(m)} | " + " | ".join(
+        lines.append(f"| paper | {short_label(m)} | " + " | ".join(
             f"{normalised_ap(paper(m, c), CAPS[c]):+.2f}" for c in COLUMNS) + " |")
     for _, r in df.iterrows():
         for m in METHODS:
-            lines.append(f"| {r['reading']} | {short(m)} | " + " | ".join(
+            lines.append(f"| {r['reading']} | {short_label(m)} | " + " | ".join(
                 "" if pd.isna(r[f"nap {m} {c}"]) else f"{r[f'nap {m} {c}']:+.2f}"
                 for c in COLUMNS) + " |")
     lic_cols = sorted({c.split(" ")[1] for c in df.columns if c.startswith("lic ")})
@@ -245,7 +245,7 @@ def markdown(df: pd.DataFrame) -> str:
     lines += ["", "AP per method and column (the paper's first):", "",
               "| reading | row | " + " | ".join(short) + " |", "|---|---|" + "---|" * len(COLUMNS)]
     for m in METHODS:
-        lines.append(f"| paper | {short(m)} | "
+        lines.append(f"| paper | {short_label(m)} | "
                      + " | ".join(f"{paper(m, c):.3f}" for c in COLUMNS) + " |")
     for _, r in df.iterrows():
         lines.append(f"| {r['reading']} | positive rate | "
@@ -253,7 +253,7 @@ def markdown(df: pd.DataFrame) -> str:
         lines.append(f"| {r['reading']} | aux accuracy | "
                      + " | ".join(f"{r[f'aux_acc {c}']:.2f}" for c in COLUMNS) + " |")
         for m in METHODS:
-            lines.append(f"| {r['reading']} | {short(m)} | "
+            lines.append(f"| {r['reading']} | {short_label(m)} | "
                          + " | ".join(f"{r[f'{m} {c}']:.3f}" for c in COLUMNS) + " |")
     return "\n".join(lines) + "\n"
 
@@ -276,7 +276,7 @@ def figure(df: pd.DataFrame, path: Path, max_panels: int = 8) -> Path:
     for ax, (_, r) in zip(axes.flat, d.iterrows()):
         for m in METHODS:
             ax.plot(x, [r[f"nap {m} {c}"] for c in COLUMNS], "o-", ms=3, lw=1, color=colors[m],
-                    label=short(m))
+                    label=short_label(m))
             ax.plot(x, [normalised_ap(paper(m, c), CAPS[c]) for c in COLUMNS], "_", ms=9,
                     mew=2, color=colors[m], alpha=0.6)
         ax.axhline(0, color="k", lw=0.6, ls=":")
