@@ -8,7 +8,7 @@ Loaded without torch (the registry, and so aggregation, imports this module).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from faux.errors import ConfigError
@@ -62,7 +62,8 @@ class ScoreOptions:
         return ScoreOptions.of(self, **overrides)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The fields by name (shallow: a tensor baseline stays the same object)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
