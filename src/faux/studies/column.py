@@ -31,6 +31,7 @@ import torch
 from faux.errors import ConfigError
 from faux.harness.cache import Cache, code_version, torch_dumps, torch_loads
 from faux.methods import registry
+from faux.methods.options import ScoreOptions
 from faux.methods.protocol import Batch, MethodConfig, TrainData
 from faux.models.mlp import MLP, MLPSpec
 from faux.models.training import resolve_device
@@ -119,7 +120,7 @@ class ColumnSettings:
     gen_opts: dict               # decoding, tau, dxdc_at
     threshold_k: float
     output: str                  # IFS and target gradients on "prob" or "logit"
-    options: dict                # faux.score options
+    options: ScoreOptions        # the gradient tests' options
     cache_dir: str
     data_dir: str
     accelerator: str = "auto"

@@ -33,13 +33,14 @@ def register_resolvers() -> None:
 
 def config_hash(cfg: dict, data_sha256: str | None = None) -> str:
     """:func:`faux.harness.identity.config_hash` of a job's plain config; a one-method job
-    leaves out the keys only other methods read (``registry.foreign_keys``)."""
+    leaves out the keys only other methods read (:func:`faux.studies.config.foreign_keys`)."""
     foreign: tuple[str, ...] = ()
     if isinstance(cfg.get("method"), str):
         from faux.methods import registry
+        from faux.studies.config import foreign_keys
 
         if cfg["method"] in registry.names():
-            foreign = tuple(registry.foreign_keys(cfg["method"]))
+            foreign = tuple(foreign_keys(cfg["method"]))
     return identity.config_hash(cfg, data_sha256, foreign)
 
 
