@@ -103,7 +103,7 @@ def main() -> None:
         logit.attribute(xi, baselines=zeros, target=0)
 
     def ours():
-        faux.score("faux_ig", tar, aux, xi, ig_steps=50)
+        faux.score("faux_ig", tar, aux, xi)
 
     ours()
     t_ours = best_of(ours, args.repeats)

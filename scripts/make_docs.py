@@ -7,7 +7,7 @@ writes downscaled copies of the figures (PNG, < 200 KB each) and a markdown snip
 ``docs/figures/<study>.md`` (the table and the images), and an index ``docs/figures/README.md``.
 Every snippet names the command and profile that made it, read from the job results
 (``result.json`` -> ``config.profile.name``) of the sweep the results came from: the
-``<study>.provenance.json`` aggregation writes beside the results (``faux.provenance``) when
+``<study>.provenance.json`` aggregation writes beside the results (``faux.harness.provenance``) when
 present, else the sweep (or run) under ``outputs/<task>/`` whose last job finished last
 before the results were written (a guess when several sweeps of a study exist).
 A study without results fails the whole run with one line naming it and its make target.
@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from faux import provenance as P
+from faux.harness import provenance as P
 
 MAX_BYTES = 200_000
 MAX_WIDTH = 1000

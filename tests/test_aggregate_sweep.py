@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from faux import aggregate
+from faux.harness.identity import job_dir_name
 from faux.reports.sweep import check_result, expected_jobs, read_sweep
-from faux.run import config_hash, job_dir_name
+from faux.studies.job import config_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ("Synthetic-1", "Synthetic-2")
@@ -243,7 +244,7 @@ def test_expected_grid_reads_dotted_sweep_keys_and_interpolations(tmp_path):
 def test_provenance_of_several_sweeps_names_every_swept_value():
     """A table aggregated from two sweeps (seeds 0-1, then 2-4) names one command that makes
     all their jobs, not the first sweep's alone."""
-    from faux.provenance import make_command, merge_overrides
+    from faux.harness.provenance import make_command, merge_overrides
 
     merged = merge_overrides([["experiment=real", "profile=quick", "data=adult,bank", "seed=0,1"],
                               ["experiment=real", "profile=quick", "data=adult,bank",

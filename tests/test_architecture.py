@@ -98,8 +98,7 @@ def test_cycle_finder_finds_function_level_cycles(tmp_path):
 
 #: docs/architecture.md's layers, bottom first: a module imports from its own layer or below
 LAYERS = [
-    {"faux.errors", "faux.paths", "faux.kernels", "faux.cache", "faux.harness_validate",
-     "faux.progress", "faux.console", "faux.provenance"},
+    {"faux.errors", "faux.paths", "faux.kernels", "faux.harness"},
     {"faux.data", "faux.metrics", "faux.models"},
     {"faux.synth", "faux.methods"},
     {"faux.studies", "faux.audit"},
@@ -108,8 +107,8 @@ LAYERS = [
     {"faux.aggregate"},
     {"faux"},
 ]
-#: the one upward edge: the memo key of a job result hashes the package's files
-UPWARD = {("faux.cache", "faux")}
+#: upward edges the rules allow (none)
+UPWARD: set[tuple[str, str]] = set()
 
 
 def _unit(module: str) -> str:
@@ -140,6 +139,14 @@ def test_docs_architecture_draws_the_same_layers():
             assert re.search(rf"^ {i}  .*(?<![\w.]){short}", drawn[i]), (i, unit, drawn[i])
 
 
+def test_nothing_in_the_package_imports_the_entry_point():
+    """``faux.run`` is the Hydra entry point only: what other modules need of the harness is
+    in ``faux.harness`` (the tests may import ``faux.run``)."""
+    graph = import_graph()
+    assert "faux.run" in graph
+    assert sorted(m for m, edges in graph.items() if "faux.run" in edges) == []
+
+
 def test_layer_check_finds_an_upward_import():
     graph = {**import_graph(), "faux.models.mlp": {"faux.studies.table1"}}
     assert upward_imports(graph) == ["faux.models.mlp -> faux.studies.table1"]
@@ -157,6 +164,75 @@ def test_only_the_registry_lists_the_method_names():
                     offenders.append(f"{path.relative_to(SRC)}:{node.lineno}")
     # the gradient scorer's own list of the four methods faux.score computes
     assert offenders == [f"faux/methods/gradients.py:{_gradients_methods_line()}"], offenders
+
+
+#: modules that may spell method names: the methods themselves and the paper's values
+NAMES_ALLOWED_IN = ("faux/methods/", "faux/reports/paper_values.py")
+#: keyword arguments whose value is the package's own name, not a method's
+PACKAGE_NAME_KEYWORDS = ("prog", "project")
+
+
+def method_name_literals(src: Path = SRC, names=None) -> list[str]:
+    """``path:line: 'name'`` for every string constant of src/faux (outside
+    NAMES_ALLOWED_IN) equal to a registered method's name: in calls, dict keys, subscripts,
+    comparisons, defaults, tuples alike (docstrings and the package name passed as
+    ``prog=``/``project=`` aside)."""
+    if names is None:
+        from faux.methods import registry
+
+        names = set(registry.names())
+    out = []
+    for path in sorted((src / "faux").rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
+        if rel.startswith(NAMES_ALLOWED_IN):
+            continue
+        tree = ast.parse(path.read_text())
+        skip = set()
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
+                           | ast.AsyncFunctionDef) and node.body
+                    and isinstance(node.body[0], ast.Expr)
+                    and isinstance(node.body[0].value, ast.Constant)):
+                skip.add(id(node.body[0].value))
+            if isinstance(node, ast.keyword) and node.arg in PACKAGE_NAME_KEYWORDS:
+                skip.add(id(node.value))
+        hits = [node for node in ast.walk(tree)
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and node.value in names and id(node) not in skip]
+        hits.sort(key=lambda n: (n.lineno, n.col_offset))
+        out += [f"{rel}:{node.lineno}: {node.value!r}" for node in hits]
+    return out
+
+
+def test_no_method_name_literal_outside_the_methods():
+    """Studies, reports and the audit name a method through its class (``FAuxMethod.name``)
+    or the registry, never by a string: one rename, one place."""
+    assert method_name_literals() == []
+
+
+def test_method_name_scan_sees_keys_comparisons_and_calls(tmp_path):
+    (tmp_path / "faux" / "reports").mkdir(parents=True)
+    (tmp_path / "faux" / "methods").mkdir()
+    (tmp_path / "faux" / "methods" / "x.py").write_text('A = {"faux": 1}\n')
+    (tmp_path / "faux" / "reports" / "paper_values.py").write_text('A = {"faux": 1}\n')
+    (tmp_path / "faux" / "reports" / "r.py").write_text(
+        '"""faux"""\nA = {"faux": 1}\nif m == "fta":\n    f("lic_ub", prog="faux")\n'
+        'def g(m="faux_ng"):\n    """fta"""\n    return d["fliptest"]\n')
+    found = method_name_literals(tmp_path, {"faux", "fta", "lic_ub", "faux_ng", "fliptest"})
+    assert found == ["faux/reports/r.py:2: 'faux'", "faux/reports/r.py:3: 'fta'",
+                     "faux/reports/r.py:4: 'lic_ub'", "faux/reports/r.py:5: 'faux_ng'",
+                     "faux/reports/r.py:7: 'fliptest'"]
+
+
+def test_no_hydra_key_paths_in_the_methods():
+    """Where a method's settings sit in the config tree is the edge's business
+    (faux.studies.config), not the methods'."""
+    keys = re.compile(r"^(synthetic|model|profile|real_study|reading|trainer)\.[a-z_.]+$")
+    found = [f"{p.relative_to(SRC)}:{n.lineno}: {n.value!r}"
+             for p in sorted((SRC / "faux" / "methods").rglob("*.py"))
+             for n in ast.walk(ast.parse(p.read_text()))
+             if isinstance(n, ast.Constant) and isinstance(n.value, str) and keys.match(n.value)]
+    assert found == []
 
 
 def _gradients_methods_line() -> int:

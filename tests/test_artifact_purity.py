@@ -26,7 +26,7 @@ if prior == "busy":
     from faux.models.mlp import MLPSpec
     x = torch.randn(300, 7); y = (x[:, 0] > 0).float()
     MLPSpec(width=8, depth=1, max_epochs=2, batch_size=32).train(x, y, x[:50], y[:50], seed=3)
-from faux.cache import Cache
+from faux.harness.cache import Cache
 from faux.synth.sampler import build_dataset_generator
 from faux.models.mlp import MLPSpec
 g = build_dataset_generator("backache", {"epochs": 3, "max_steps": 40, "hidden": 16, "depth": 1},

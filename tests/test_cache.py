@@ -5,7 +5,7 @@ import pickle
 import pytest
 import torch
 
-from faux.cache import Cache, cache_root, file_checksum, key_of, torch_dumps, torch_loads
+from faux.harness.cache import Cache, cache_root, file_checksum, key_of, torch_dumps, torch_loads
 
 
 def _counting_build(counter, value):
@@ -200,7 +200,7 @@ def test_default_serialisation_is_the_safe_pair(tmp_path):
     with pytest.raises(TypeError):
         cache.get_or_build("x", {"a": 2}, lambda: {"v": object()})
     assert not cache.path("x", {"a": 2}).exists()
-    assert not hasattr(__import__("faux.cache").cache, "pickle_dumps")
+    assert not hasattr(__import__("faux.harness.cache").harness.cache, "pickle_dumps")
 
 
 def _slow_counted_build(root, counter, out):
@@ -298,7 +298,7 @@ def test_code_version_follows_the_source(tmp_path, monkeypatch):
     import os
     import sys
 
-    from faux.cache import code_version
+    from faux.harness.cache import code_version
     mod = tmp_path / "faux_cv_probe.py"
     mod.write_text("X = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -317,7 +317,7 @@ def test_code_version_follows_the_source(tmp_path, monkeypatch):
 
 
 def test_data_checksum_sees_one_changed_row(tmp_path):
-    from faux.cache import data_checksum
+    from faux.harness.cache import data_checksum
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
     b.mkdir()

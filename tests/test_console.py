@@ -1,4 +1,4 @@
-"""The end-of-run summary (faux.console): ours beside the paper's, claims, paths, and every
+"""The end-of-run summary (faux.harness.console): ours beside the paper's, claims, paths, and every
 failed or missing cell named with its log, as plain text and as a rich table."""
 
 import re
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from faux.console import fmt_value, print_summary, render_report, render_summary
+from faux.harness.console import fmt_value, print_summary, render_report, render_summary
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 import torch
 
-from faux.cache import Cache
 from faux.errors import ConfigError
+from faux.harness.cache import Cache
 from faux.models.mlp import MLPSpec
 from faux.studies.column import (
     POOL_DEPTHS,

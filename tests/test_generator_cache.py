@@ -7,7 +7,7 @@ import shutil
 import pytest
 import torch
 
-from faux.cache import Cache, torch_loads
+from faux.harness.cache import Cache, torch_loads
 from faux.synth.sampler import GENERATOR_VERSION, build_dataset_generator
 
 TINY = {"epochs": 2, "max_steps": 20, "hidden": 16, "depth": 1}
@@ -66,7 +66,7 @@ def test_generator_entry_is_plain_data(tmp_path):
 
 _COLD_BUILD = """
 import sys, torch
-from faux.cache import Cache
+from faux.harness.cache import Cache
 from faux.synth.sampler import build_dataset_generator
 cfg = {"epochs": 2, "max_steps": 60, "hidden": 16, "depth": 1, "n_components": 4}
 g = build_dataset_generator("backache", cfg, cache=Cache(sys.argv[1]))

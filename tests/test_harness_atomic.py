@@ -35,7 +35,7 @@ def _hammer(write, path: Path, n: int = 60) -> list[BaseException]:
 
 
 def test_concurrent_writers_of_one_result_never_collide(tmp_path):
-    from faux.run import write_json_atomic
+    from faux.harness.results import write_json_atomic
 
     path = tmp_path / "result.json"
     errors = _hammer(write_json_atomic, path)
@@ -47,7 +47,7 @@ def test_concurrent_writers_of_one_result_never_collide(tmp_path):
 
 
 def test_concurrent_progress_events_never_collide(tmp_path):
-    from faux.progress import read_events, write_event
+    from faux.harness.progress import read_events, write_event
 
     errors = _hammer(lambda p, obj: write_event(p, {"num": 3, **obj}), tmp_path / ".progress")
     assert not errors, f"{len(errors)} failed writes, first: {errors[0]!r}"
@@ -57,11 +57,11 @@ def test_concurrent_progress_events_never_collide(tmp_path):
 
 
 def test_a_second_launch_waits_on_the_folder_lock_with_one_line(tmp_path):
-    from faux.run import SWEEP_LOCK, lock_sweep_dir
+    from faux.harness.guard import SWEEP_LOCK, lock_sweep_dir
 
     held = lock_sweep_dir(tmp_path / "sweep")
     assert (tmp_path / "sweep" / SWEEP_LOCK).read_text().strip() == str(os.getpid())
-    code = ("import sys, time; from faux.run import lock_sweep_dir; t = time.time(); "
+    code = ("import sys, time; from faux.harness.guard import lock_sweep_dir; t = time.time(); "
             f"lock_sweep_dir({str(tmp_path / 'sweep')!r}); print(f'got it {{time.time() - t:.1f}}')")
     p = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)

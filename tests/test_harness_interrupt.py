@@ -62,22 +62,22 @@ def test_ctrl_c_in_a_sweep_is_one_line_and_exit_130(tmp_path, launcher):
 
 
 def test_interrupt_message_names_the_folder_when_the_sweep_dir_is_a_timestamp(monkeypatch):
-    import faux.run as frun
+    from faux.harness import guard
 
-    monkeypatch.setattr(frun, "_SWEEP", {"dir": Path("outputs/t/multiruns/2026"), "fixed": False})
-    monkeypatch.setattr("faux.progress.stop_for_interrupt", lambda: (3, 8))
-    assert frun.interrupt_message() == (
+    monkeypatch.setattr(guard, "_SWEEP", {"dir": Path("outputs/t/multiruns/2026"), "fixed": False})
+    monkeypatch.setattr("faux.harness.progress.stop_for_interrupt", lambda: (3, 8))
+    assert guard.interrupt_message() == (
         "interrupted after 3/8 jobs; rerun the same command with "
         "hydra.sweep.dir=outputs/t/multiruns/2026 to resume (finished jobs are reused)")
-    monkeypatch.setattr(frun, "_SWEEP", {})
-    monkeypatch.setattr("faux.progress.stop_for_interrupt", lambda: None)
-    assert frun.interrupt_message().startswith("interrupted; rerun the same command")
+    monkeypatch.setattr(guard, "_SWEEP", {})
+    monkeypatch.setattr("faux.harness.progress.stop_for_interrupt", lambda: None)
+    assert guard.interrupt_message().startswith("interrupted; rerun the same command")
 
 
 def test_interrupted_is_not_a_keyboard_interrupt():
     """Lightning's fit turns a KeyboardInterrupt into sys.exit(1) and ignores further Ctrl-C;
     faux's interrupt passes through its `except BaseException: ...; raise`."""
-    from faux.run import Interrupted
+    from faux.harness.guard import Interrupted
 
     assert issubclass(Interrupted, BaseException)
     assert not issubclass(Interrupted, (Exception, KeyboardInterrupt))

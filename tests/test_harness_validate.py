@@ -1,5 +1,5 @@
 """Every numeric harness override is checked in one line before any work
-(``faux.harness_validate``): the seed, every size, epoch, step, count and rate field of the
+(``faux.harness.validate``): the seed, every size, epoch, step, count and rate field of the
 profile, study and model configs. Table-driven: one case per field and bad value, through
 the checking function; a few through ``python -m faux.run`` (exit 2, one stderr line,
 nothing written)."""
@@ -128,7 +128,7 @@ def _config_with(key: str, value) -> dict:
 
 def _message(key, value) -> str | None:
     from faux.errors import ConfigError
-    from faux.harness_validate import check
+    from faux.harness.validate import check
 
     try:
         check(_config_with(key, value))
@@ -139,7 +139,7 @@ def _message(key, value) -> str | None:
 
 @pytest.mark.parametrize("key,value,expected", BAD, ids=[f"{k}={v!r}" for k, v, _ in BAD])
 def test_bad_value_is_one_line_naming_key_value_and_what_is_expected(key, value, expected):
-    from faux.harness_validate import check_override, show
+    from faux.harness.validate import check_override, show
 
     msg = _message(key, value)
     assert msg == f"{key}={show(value)}: expected {expected}"
@@ -154,7 +154,7 @@ def test_bad_value_is_one_line_naming_key_value_and_what_is_expected(key, value,
 
 @pytest.mark.parametrize("key,value", GOOD, ids=[f"{k}={v!r}" for k, v in GOOD])
 def test_good_value_passes(key, value):
-    from faux.harness_validate import check_override
+    from faux.harness.validate import check_override
 
     assert _message(key, value) is None
     check_override(key, value)
@@ -181,11 +181,11 @@ def _key_of(pattern: str) -> str:
     return pattern.replace("synthetic.generators.*", "synthetic.generators.magic").replace("*", "fair")
 
 
-@pytest.mark.parametrize("pattern", list(__import__("faux.harness_validate",
+@pytest.mark.parametrize("pattern", list(__import__("faux.harness.validate",
                                                     fromlist=["RULES"]).RULES))
 def test_every_rule_of_the_table_refuses_what_it_should(pattern):
     from faux.errors import ConfigError
-    from faux.harness_validate import RULES, check, show
+    from faux.harness.validate import RULES, check, show
 
     rule, key = RULES[pattern], _key_of(pattern)
     for value in _bad_values(rule):
@@ -200,7 +200,7 @@ def _shipped_configs():
     model choices the configs name."""
     from hydra import compose, initialize_config_dir
 
-    from faux.run import _sections
+    from faux.harness.guard import _sections
 
     exps = [None] + sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
     profiles = sorted(p.stem for p in (ROOT / "conf" / "profile").glob("*.yaml"))
@@ -218,7 +218,7 @@ def _shipped_configs():
 
 
 def test_every_shipped_config_passes():
-    from faux.harness_validate import problems
+    from faux.harness.validate import problems
 
     for label, sections in _shipped_configs():
         assert {"seed", "profile", "synthetic", "model"} <= set(sections), label
@@ -229,7 +229,7 @@ def test_every_rule_names_a_field_the_configs_have():
     """A rule for a field no config has (a typo, a renamed field) fails here: each names a
     field of a shipped config, or of the CVAE settings (``GENERATOR_DEFAULT``) for the
     generator overrides."""
-    from faux.harness_validate import RULES, _walk
+    from faux.harness.validate import RULES, _walk
     from faux.synth.sampler import GENERATOR_DEFAULT
 
     configs = [sections for _, sections in _shipped_configs()]
@@ -254,7 +254,7 @@ def _leaves(node, prefix=""):
 def test_every_numeric_field_of_profile_synthetic_and_model_has_a_rule():
     """A number or flag added to conf/profile, conf/synthetic or conf/model without a rule fails
     here (so the table stays the whole list)."""
-    from faux.harness_validate import rule_for
+    from faux.harness.validate import rule_for
 
     missing = set()
     for _, sections in _shipped_configs():

@@ -99,7 +99,7 @@ def test_the_columns_map_c_to_x_reproduces_its_test_rows(tmp_path, decoding):
     """test_x_of_c redraws the test set's latents and noise: at the observed c it gives the
     test rows bit for bit, at 1 - c their counterfactuals; and the composite LIC-UB at
     ``path`` on a tiny column ranks the IFS better than chance."""
-    from faux.cache import Cache
+    from faux.harness.cache import Cache
     from faux.metrics.ranking import auroc
     from faux.models.mlp import MLPSpec
     from faux.studies.column import Column, prepare_column, test_x_of_c

@@ -151,7 +151,7 @@ def test_results_without_any_sweep_name_the_target(make_docs, tmp_path, capsys):
 def test_provenance_written_by_aggregation_wins(make_docs, outputs, tmp_path):
     """Results re-aggregated from the quick sweep after the paper sweep: the mtime guess
     would say paper; the provenance file aggregation writes says quick."""
-    from faux import provenance
+    from faux.harness import provenance
 
     quick = outputs / "table1/multiruns/quick"
     results = [json.loads(p.read_text()) for p in sorted(quick.glob("*/result.json"))]

@@ -1,4 +1,4 @@
-"""Sweep progress (faux.progress): counts reach N/N for the basic and joblib launchers, every
+"""Sweep progress (faux.harness.progress): counts reach N/N for the basic and joblib launchers, every
 cell is named, cached jobs count as done at once, and nothing lands in result files."""
 
 import json
@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from omegaconf import OmegaConf
 
-from faux.progress import (
+from faux.harness.progress import (
     SweepProgress,
     Tally,
     cell_name,

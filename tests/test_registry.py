@@ -20,8 +20,11 @@ ROOT = Path(__file__).resolve().parents[1]
 class Toy(Base):
     """|f_tar(x) - f_aux(x)| on the logits: a fairness test in a dozen lines."""
 
+    name, label, needs, transparency = "toy", "Toy test", frozenset({"target", "aux"}), True
+    audit_threshold = 0.1
+
     def fit(self, data: TrainData, seed: int):
-        out = Toy(self.name, self.config)
+        out = Toy(self.config)
         out.aux, ainfo = data.aux(seed)
         out.info = {"aux_accuracy": ainfo["accuracy"]}
         return out
@@ -37,8 +40,7 @@ class Toy(Base):
 
 @pytest.fixture
 def toy():
-    m = registry.register(registry.Method("toy", "Toy test", Toy, {"target", "aux"},
-                                          report=True))
+    m = registry.register(Toy)
     yield m
     registry.unregister("toy")
 
@@ -73,7 +75,10 @@ def test_registry_order_needs_and_errors(toy):
     with pytest.raises(ConfigError, match="unknown method 'nosuch'.*toy"):
         registry.get("nosuch")
     with pytest.raises(ConfigError, match="needs"):
-        registry.Method("bad", "Bad", Toy, {"aux", "gpu"})
+        registry.register(type("Bad", (Toy,), {"name": "bad", "needs": {"aux", "gpu"}}))
+    with pytest.raises(ConfigError, match="subclass"):
+        registry.register(Toy())
+    assert "bad" not in registry.names()
     with pytest.raises(ConfigError, match="unknown method"):
         registry.check_names(["faux", "nosuch"])
 
@@ -194,3 +199,52 @@ def test_the_registry_and_aggregation_load_without_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def _table1_metrics(method: str, ap: float) -> dict:
+    return {"column": "Synthetic-2", "xc": "magic", "xy": "backache", "bias": 0.5,
+            "fusion": "outer", "method": method, "ap_runs": [ap, ap + 0.01],
+            "ap_top30_runs": [ap, ap], "auroc_runs": [0.6, 0.6], "positive_rate": 0.3,
+            "threshold": 0.1}
+
+
+def test_a_registered_method_reaches_the_audit_table1_and_the_real_tables(toy, tmp_path,
+                                                                         capsys):
+    """Registering a class is all it takes: the toy is offered by `faux audit --methods`
+    (and scores there, on a torch model), gets a Table 1 row, and is in the real-data
+    study's method and report lists."""
+    import pandas as pd
+
+    from faux.audit.cli import EXIT_OK, build_parser, main
+    from faux.audit.methods import audit_methods
+    from faux.reports.table1 import build as build_table1
+    from faux.studies import real
+    from test_audit_cli import Proxy, _frame
+
+    # the audit
+    assert "toy" in audit_methods() and "toy" not in audit_methods(differentiable=False)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["audit", "--help"])
+    assert "faux_ig,toy}" in capsys.readouterr().out            # --methods' choices
+    data, model = tmp_path / "people.csv", tmp_path / "model.pt"
+    _frame().to_csv(data, index=False)
+    torch.jit.save(torch.jit.script(Proxy()), model)
+    out = tmp_path / "audit"
+    rc = main(["audit", "--aux-epochs", "2", "--no-progress", "--model", str(model), "--data",
+               str(data), "--protected", "gender", "--out", str(out), "--methods", "toy",
+               "faux"])
+    assert rc == EXIT_OK, capsys.readouterr().err         # argparse took --methods toy
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["settings"]["primary"] == "toy"
+    assert summary["thresholds"]["toy"]["threshold"] == Toy.audit_threshold
+    scores = pd.read_parquet(out / "scores.parquet")
+    assert scores["toy"].notna().all() and (scores["toy"] >= 0).all()
+    # Table 1, from a tiny results frame
+    results = [_result("table1_cell", _table1_metrics(m, 0.2 + 0.05 * i), tmp_path / f"t1_{m}")
+               for i, m in enumerate(["toy", "faux", "fta"])]
+    rep = build_table1(Sweep(results), tmp_path / "r", tmp_path / "f")
+    assert list(rep.frame["method"]) == ["fta", "faux", "toy"]        # registry order
+    assert "| Toy test |" in (tmp_path / "r" / "table1.md").read_text()
+    # the real-data tables' method lists
+    assert real.methods()[-1] == "toy" and "toy" in real.report_methods()
+    assert "toy" not in [m for m in real.methods() if registry.get(m).score_options]

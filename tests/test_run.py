@@ -53,7 +53,7 @@ def test_bad_dataset_file_is_a_one_line_error(tmp_path):
 
 
 def test_config_hash_ignores_other_studies_profile_sections():
-    from faux.run import config_hash
+    from faux.studies.job import config_hash
 
     base = {"job": "table1_cell", "seed": 0, "paths": {"a": 1},
             "profile": {"runs": 3, "fig5": {"draws": 2}, "real": {"seeds": 2}}}
@@ -73,7 +73,7 @@ def test_config_hash_ignores_other_studies_profile_sections():
 
 def test_config_hash_of_a_one_method_job_leaves_out_other_methods_options():
     """Changing faux_ig's baseline or FlipTest's GAN changes only those methods' jobs."""
-    from faux.run import config_hash
+    from faux.studies.job import config_hash
 
     def cfg(method, **opts):
         return {"job": "table1_cell", "method": method, "seed": 0, "profile": {"gan_steps": 10},
@@ -116,7 +116,7 @@ def _copy_backache(root: Path) -> Path:
 
 
 def test_job_folder_is_named_by_its_overrides_not_its_number():
-    from faux.run import job_dir_name
+    from faux.harness.identity import job_dir_name
 
     a = job_dir_name(["method=fta", "column=Synthetic-1", "profile=quick", "logger=csv"])
     assert a == job_dir_name(["column=Synthetic-1", "profile=quick", "method=fta"])  # order, logger
@@ -196,7 +196,7 @@ def test_a_failing_logger_never_loses_the_result(tmp_path, monkeypatch, capsys):
         def log_hyperparams(self, params):
             raise ConnectionError("wandb: network unreachable\nretrying...")
 
-    monkeypatch.setattr(frun, "_make_logger", lambda cfg: Broken())
+    monkeypatch.setattr("faux.harness.joblog._make_logger", lambda cfg: Broken())
     monkeypatch.setenv("FAUX_DATA_DIR", "/work/shared/data")
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=["data=backache", f"paths.output_dir={tmp_path}"])
@@ -210,7 +210,7 @@ def test_a_failing_logger_never_loses_the_result(tmp_path, monkeypatch, capsys):
 
 
 def test_write_json_atomic_leaves_no_part(tmp_path):
-    from faux.run import write_json_atomic
+    from faux.harness.results import write_json_atomic
 
     write_json_atomic(tmp_path / "result.json", {"a": 1})
     write_json_atomic(tmp_path / "result.json", {"a": 2})
@@ -248,7 +248,7 @@ def test_unknown_method_is_refused_before_training(tmp_path):
 
 # ------------------------------------------------------------------ issue 17: W&B labels
 def test_run_labels_name_study_cell_method_reading_profile():
-    from faux.run import run_labels
+    from faux.harness.joblog import run_labels
 
     cfg = {"task_name": "table1", "job": "table1_cell", "seed": 0, "column": "Synthetic-1",
            "method": "fta", "reading": {"name": "gumbel", "ng": "feature"},
@@ -306,7 +306,7 @@ def test_online_wandb_without_a_server_keeps_the_result_and_gives_up_soon(tmp_pa
 
 
 def test_scalar_metrics_add_the_mean_of_each_list():
-    from faux.run import scalar_metrics
+    from faux.harness.joblog import scalar_metrics
 
     m = {"ap_runs": [0.2, 0.4], "positive_rate": 0.3, "skipped": False, "column": "S",
          "gan_ks_runs": [], "mixed": [1, "a"]}
@@ -315,12 +315,12 @@ def test_scalar_metrics_add_the_mean_of_each_list():
 
 def test_memoised_result_is_keyed_by_config_hash_and_code(monkeypatch):
     """A memo entry is reached only by the same config hash and the same faux code."""
-    import faux.cache
-    from faux.run import memo_key
+    import faux.harness.cache
+    from faux.harness.identity import memo_key
 
     a = memo_key("abc")
     assert a == memo_key("abc") and memo_key("abd") != a
-    monkeypatch.setattr(faux.cache, "package_version", lambda: "otherversion")
+    monkeypatch.setattr(faux.harness.cache, "package_version", lambda: "otherversion")
     assert memo_key("abc") != a                            # changed code: another entry
 
 

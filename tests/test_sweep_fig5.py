@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score
 
-from faux.cache import Cache
 from faux.errors import ConfigError
+from faux.harness.cache import Cache
 from faux.reports.fig5 import build as build_fig5
 from faux.reports.fig5 import fig5_frame, fig5_groups, load_fig5, quantile_bins
 from faux.reports.sweep import Sweep, read_sweep
@@ -106,7 +106,7 @@ def test_bad_override_is_refused_before_any_job(tmp_path):
 
 
 def test_cache_lock_is_exclusive_between_processes(tmp_path):
-    code = ("import sys,time;from faux.cache import Cache\n"
+    code = ("import sys,time;from faux.harness.cache import Cache\n"
             "with Cache(sys.argv[1]).lock('x'):\n"
             "    print(time.time(), flush=True); time.sleep(0.6); print(time.time())\n")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)],

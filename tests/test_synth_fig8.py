@@ -52,3 +52,30 @@ def test_quick_profile_grows_with_bias(tmp_path):
     for fusion in ("outer", "concat"):
         m = df[df.fusion == fusion].sort_values("bias").ifs_mean.tolist()
         assert m[0] < m[1] < m[2], (fusion, m)
+
+
+def test_fig8_builds_the_readings_cvaes():
+    """Fig. 8 runs under the reading's CVAE settings (latent size, KL weight) and decoding,
+    as Table 1 does, and keeps its own k of the threshold rule."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf, open_dict
+
+    import faux.run  # noqa: F401  (registers the config resolvers)
+    from faux.studies.fig8 import Settings
+
+    conf = Path(__file__).resolve().parents[1] / "conf"
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+        cfg = compose("config", overrides=["experiment=fig8", "reading=p30_softmax_beta1",
+                                           "synthetic.threshold_k=2.5"],
+                      return_hydra_config=True)
+        HydraConfig.instance().set_config(cfg)
+        with open_dict(cfg):
+            del cfg["hydra"]
+        plain = OmegaConf.to_container(cfg, resolve=True)
+    s = Settings.from_config(plain)
+    assert s.generator_cfgs and all(c["beta"] == 1.0 for c in s.generator_cfgs.values())
+    assert set(s.generator_cfgs) == set(s.pair)
+    assert s.decoding == "softmax" and s.k == 2.5

@@ -41,11 +41,11 @@ def main(argv=None) -> None:
     from omegaconf import OmegaConf
     from sklearn.linear_model import LogisticRegression
 
-    import faux.run  # noqa: F401  (the config's resolvers)
     from faux.data.real import load_real
     from faux.methods.gradients import score
     from faux.metrics.ranking import separation_auroc
     from faux.studies.fairness_check import edit_columns, proxy_edits
+    from faux.studies.job import register_resolvers
     from faux.studies.real import SEED_OFFSETS, Settings, select_rows, train_models
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -57,6 +57,7 @@ def main(argv=None) -> None:
     ap.add_argument("overrides", nargs="*", help="Hydra overrides of the study's config, e.g. "
                     "model.fair.decor=2.0")
     a = ap.parse_args(argv)
+    register_resolvers()          # the config's ${faux_...:} resolvers
     torch.set_num_threads(1)
     runs = {}
     for seed in (int(s) for s in a.seeds.split(",")):

@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from faux.cache import Cache
+from faux.harness.cache import Cache
 from faux.synth.sampler import build_dataset_generator, cpu_kernels
 
 

@@ -3,11 +3,13 @@
 __version__ = "0.1.0"
 
 
-def score(method, target, aux, x, **options):
-    """Per-individual unfairness scores, shape ``(n,)``; see :func:`faux.methods.gradients.score`."""
+def score(method, target, aux, x, options=None, **overrides):
+    """Per-individual unfairness scores, shape ``(n,)``; ``options``: a
+    :class:`faux.methods.options.ScoreOptions` (or a dict of its fields), ``overrides`` its
+    fields as keywords; see :func:`faux.methods.gradients.score`."""
     from faux.methods.gradients import score as _score
 
-    return _score(method, target, aux, x, **options)
+    return _score(method, target, aux, x, options, **overrides)
 
 
 def audit(model, X=None, c=None, **options):

@@ -3,7 +3,7 @@
 ``python -m faux.aggregate <multirun dir> --table table1`` reads the ``result.json`` files of
 the jobs, each checked against its job's ``.hydra/config.yaml`` (``faux.reports.sweep``), then
 writes ``outputs/results/<table>.{csv,md,tex}`` and ``<table>.provenance.json`` (profile,
-sweeps, overrides: ``faux.provenance``), and prints the summary: our values beside the
+sweeps, overrides: ``faux.harness.provenance``), and prints the summary: our values beside the
 paper's, the claims line where the study has one, the files written, and every failed,
 rejected or missing cell of the sweep's grid with its log. A malformed result is one line,
 never a traceback. The table is still written when cells are missing; the exit code is then 1.
@@ -67,8 +67,8 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     report.missing = all_missing(report, sweep)
-    from faux import provenance
-    from faux.console import REPORT_LAYOUT, render_report
+    from faux.harness import provenance
+    from faux.harness.console import REPORT_LAYOUT, render_report
 
     report.files.append(provenance.write(args.results_dir, args.table, args.sweep_dir,
                                          sweep.results))

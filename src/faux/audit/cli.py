@@ -53,7 +53,7 @@ def _nonneg_float(v: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     from faux.audit.core import FD_STEP_LOW_WARN, FD_STEP_MAX, FD_STEP_WARN
-    from faux.audit.scoring import audit_methods  # the registry's target+aux methods
+    from faux.audit.methods import audit_methods, default_methods, thresholds_text
 
     p = argparse.ArgumentParser(prog="faux", description="faux: individual-fairness testing "
                                 "by gradient alignment (fAux).")
@@ -90,10 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--force", action="store_true",
                    help="write into an --out folder that holds other files, beside them "
                    "(they are never replaced, renamed or deleted)")
-    a.add_argument("--methods", nargs="+", default=["faux", "faux_ng"],
+    torch_only = sorted(set(audit_methods()) - set(audit_methods(differentiable=False)))
+    a.add_argument("--methods", nargs="+", default=list(default_methods()),
                    choices=audit_methods(),
-                   help="scorers, one score column each (default: faux faux_ng); the first "
-                   "decides who is flagged. faux_ig needs a torch model")
+                   help=f"scorers, one score column each (default: {' '.join(default_methods())});"
+                   " the first decides who is flagged"
+                   + (f". {' and '.join(torch_only)} need{'s' if len(torch_only) == 1 else ''}"
+                      " a torch model" if torch_only else ""))
     a.add_argument("--trust-pickle", action="store_true",
                    help="allow pickle/joblib/torch.save model files: loading them runs code "
                    "from the file, so only for files you trust")
@@ -101,8 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a type a .skops file may instantiate beyond skops' default trust list "
                    "(e.g. lightgbm.sklearn.LGBMClassifier); repeat for each type")
     a.add_argument("--threshold", type=_nonneg_float, default=None, metavar="DELTA",
-                   help="flag rows whose first-method score exceeds DELTA (default 0.05 for "
-                   "faux and faux_ig, 0.5 for faux_ng, 0.1 for fta); no effect on the exit code")
+                   help="flag rows whose first-method score exceeds DELTA (default "
+                   f"{thresholds_text()}); no effect on the exit code")
     a.add_argument("--fail-above", type=_nonneg_float, default=None, metavar="DELTA",
                    help="gate: flag rows scoring above DELTA and exit 1 if any row is flagged "
                    "(or, with --max-flagged-rate, if more than that fraction is)")

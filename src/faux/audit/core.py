@@ -41,9 +41,10 @@ import numpy as np
 import pandas as pd
 
 from faux.audit.data import PROTECTED_TYPES, ArraySource, check_columns, open_source, scan
+from faux.audit.methods import audit_methods, default_methods
+from faux.audit.methods import threshold as default_threshold
 from faux.errors import ConfigError, DataError
 
-DEFAULT_THRESHOLDS = {"faux": 0.05, "faux_ng": 0.5, "faux_ig": 0.05, "fta": 0.1}
 N_TOP = 50  # flagged rows shown with their contributions
 PLOT_SAMPLE = 200_000  # scores kept for the plots
 SUMMARY_SCHEMA = 1  # version of summary.json's layout, also recorded in the marker
@@ -95,9 +96,10 @@ def feature_groups(features) -> list[str]:
 def _ranking(aux_z, z_sample: np.ndarray, features) -> dict:
     import torch
 
+    from faux.methods.builtin import FAuxMethod
     from faux.methods.transparency import aggregate_groups, faux_report
 
-    r = faux_report(aux_z, torch.as_tensor(z_sample, dtype=torch.float32), "faux")
+    r = faux_report(aux_z, torch.as_tensor(z_sample, dtype=torch.float32), FAuxMethod.name)
     if r.ndim == 2:  # k outputs: a feature matters if it matters for any of them
         r = r.amax(dim=0)
     agg = aggregate_groups(r, feature_groups(features))
@@ -186,11 +188,11 @@ def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, b
     from faux.audit.aux import AUX_KINDS
 
     if not methods:
-        raise ConfigError("no methods given; pass at least one of faux, faux_ng, fta, faux_ig")
-    unknown = [m for m in methods if m not in DEFAULT_THRESHOLDS]
+        raise ConfigError(f"no methods given; pass at least one of {', '.join(audit_methods())}")
+    unknown = [m for m in methods if m not in audit_methods()]
     if unknown:
         raise ConfigError(f"unknown method(s) {unknown}; choose from "
-                          f"{', '.join(DEFAULT_THRESHOLDS)}")
+                          f"{', '.join(audit_methods())}")
     if len(set(methods)) != len(methods):
         raise ConfigError(f"methods are repeated: {methods}")
     for v, what in ((sample, "sample"), (batch_size, "batch_size"), (aux_epochs, "aux_epochs")):
@@ -461,7 +463,7 @@ def _deferred_interrupt():
 
 
 def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=None,
-          label: str | None = None, features=None, methods=("faux", "faux_ng"),
+          label: str | None = None, features=None, methods=None,
           aux: str = "mlp", aux_epochs: int = 30, aux_width: int = 64, aux_depth: int = 2,
           sample: int = 20_000, batch_size: int = 65_536, threshold: float | None = None,
           fail_above: float | None = None, max_flagged_rate: float | None = None,
@@ -475,8 +477,9 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
     column of ``X``, optional ``y``), or a file (``data`` a CSV/Parquet path and
     ``protected`` its column name, optional ``label``). ``model``: a torch module returning
     logits, a fitted scikit-learn-like classifier, a function x -> probability, or a model
-    file (see ``faux.audit.models``). ``methods``: scorers, the first one decides
-    ``flagged`` (score > threshold; ``fail_above`` is that threshold and a gate).
+    file (see ``faux.audit.models``). ``methods``: scorers (default
+    ``faux.audit.methods.default_methods()``), the first one decides ``flagged`` (score >
+    threshold; ``fail_above`` is that threshold and a gate).
     ``fd_step``: black boxes' finite-difference step in standard deviations of the features,
     in (0, FD_STEP_MAX] (a warning above FD_STEP_WARN).
     Returns an ``AuditResult``; writes ``scores.parquet``, ``summary.json``, ``report.html``
@@ -486,7 +489,7 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
     Every setting is checked (ConfigError, one line) before the data are read; a Ctrl-C
     raises KeyboardInterrupt with nothing left behind.
     """
-    methods = list(methods)
+    methods = list(default_methods() if methods is None else methods)
     with _interruptible():
         try:
             return _audit(model, X, c, data=data, protected=protected, y=y, label=label,
@@ -542,7 +545,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
     thr = fail_above if fail_above is not None else threshold
     primary = methods[0]
     if thr is None:
-        thr = DEFAULT_THRESHOLDS[primary]
+        thr = default_threshold(primary)
     out = None
     if out_dir is not None or data is not None:
         out = Path(out_dir) if out_dir is not None else _default_out(name)
@@ -577,7 +580,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
             k = 1 if sc.protected.kind != "categorical" else len(sc.protected.levels)
             if out is not None:
                 staging = _Staging(Path(os.path.abspath(out)), files, force)
-            thresholds = {m: DEFAULT_THRESHOLDS[m] for m in methods[1:]}
+            thresholds = {m: default_threshold(m) for m in methods[1:]}
             thresholds = {primary: thr, **thresholds}
             res = _score_all(source, feats, c_col, sc, scorer, methods, thresholds,
                              None if staging is None else staging.dir, bar,

@@ -5,18 +5,24 @@ one standard deviation of the feature in the sample; 0/1 columns unscaled), the 
 aux model is trained in, so that eq. 9's pseudo-inverse and eq. 10's cosine do not depend
 on the units the features happen to be recorded in.
 
-- torch models: ``faux.methods.gradients.score`` (``faux.score``) on
+Which methods an audit offers, their default thresholds and how each is scored are class
+attributes of the registered methods (``faux.methods.protocol.Base``: ``audit_threshold``,
+``audit_options``, ``black_box``).
+
+- torch models: the method's own ``score`` (for the gradient tests ``faux.score``) on
   ``target(mean + scale * z)`` and the aux, the same code as Table 1's, on the GPU when
-  one is available. fAux+NG uses the per-sample reading (``ng="sample"``): the per-feature
-  reading divides by spreads over the rows scored *together*, so a row's score would depend
-  on the batch it falls in.
-- black boxes (anything else): the model is only called. fAux (eq. 9) is the derivative of
+  one is available, with the method's ``audit_options`` (fAux+NG: the per-sample reading,
+  ``ng="sample"``: the per-feature reading divides by spreads over the rows scored
+  *together*, so a row's score would depend on the batch it falls in).
+- black boxes (anything else): the model is only called; a method's ``black_box`` names
+  its estimate. ``pinv_directions``: fAux (eq. 9) is the derivative of
   the model's probability along each pseudo-inverse direction ``p_j`` of the aux Jacobian
   ``J`` (rows of ``J^T (J J^T)^+``), by central differences with step ``h`` (in standard
   deviations, along the unit vector of ``p_j``): 2 k model calls per row. The derivatives
   ``d_j`` give the projection ``sum_j d_j J_j`` of the model's gradient onto J's row space,
-  and eq. 9 of that (``faux_from_gradients``) is ``max_j |d_j|``. fAux+NG and FTA use a
-  central-difference gradient (2 d calls per row) in eq. 10 (``ng_from_gradients``).
+  and eq. 9 of that (``faux_from_gradients``) is ``max_j |d_j|``. ``gradient_cosine``
+  (fAux+NG) and ``gradient_norm`` (FTA) use a central-difference gradient (2 d calls per
+  row, shared) in eq. 10 (``ng_from_gradients``, per-sample reading) or its l2 norm.
 """
 
 from __future__ import annotations
@@ -28,21 +34,18 @@ import torch
 from torch import nn
 
 from faux.audit.aux import Unstandardised
+from faux.audit.methods import audit_methods
 from faux.audit.models import TargetModel
 from faux.errors import ConfigError
 from faux.methods import registry
 from faux.methods.gradients import faux_from_gradients, input_gradients, ng_from_gradients
-from faux.methods.gradients import score as gradient_score
+from faux.methods.options import DEFAULT_BATCH_SIZE
+from faux.methods.protocol import Batch, MethodConfig, TrainData
 
-TORCH_ONLY = ("faux_ig",)  # integrated gradients need autograd through the model
 FD_ROWS = 1 << 16  # model rows per black-box call (bounds the perturbation arrays)
-
-
-def audit_methods(differentiable: bool = True) -> tuple[str, ...]:
-    """The methods an audit can run: the registry's methods that need only the target and
-    an aux model (fta, faux, faux_ng, faux_ig), less the torch-only ones for a black box."""
-    names = registry.names(provides=("target", "aux"))
-    return names if differentiable else tuple(m for m in names if m not in TORCH_ONLY)
+#: the black-box estimates (``Base.black_box``) that read the central-difference gradient
+FD_GRADIENT = ("gradient_cosine", "gradient_norm")
+BLACK_BOX = ("pinv_directions", *FD_GRADIENT)
 
 
 def check_methods_for(target: TargetModel, methods) -> None:
@@ -59,7 +62,7 @@ class Scorer:
     """Scores and per-feature contributions of batches of raw rows ``x`` (numpy (m, d))."""
 
     def __init__(self, target: TargetModel, aux_z: nn.Module, mean, scale, methods, *,
-                 fd_step: float = 0.1, batch_size: int = 65536):
+                 fd_step: float = 0.1, batch_size: int = DEFAULT_BATCH_SIZE):
         check_methods_for(target, methods)
         if not fd_step > 0:
             raise ConfigError(f"fd_step must be positive, got {fd_step}")
@@ -67,6 +70,11 @@ class Scorer:
         self.mean = np.asarray(mean, dtype=np.float64)
         self.scale = np.asarray(scale, dtype=np.float64)
         self.methods = list(methods)
+        self.kinds = {m: registry.get(m) for m in self.methods}
+        for m, kind in self.kinds.items():
+            if not target.differentiable and kind.black_box not in BLACK_BOX:
+                raise ConfigError(f"method {m!r}: unknown black_box estimate "
+                                  f"{kind.black_box!r}; one of {', '.join(BLACK_BOX)}")
         self.h = float(fd_step)
         self.batch_size = int(batch_size)
         self.target_z = (Unstandardised(target.module, self.mean, self.scale)
@@ -77,6 +85,13 @@ class Scorer:
             self.device = torch.device("cuda")
             self.target_z = copy.deepcopy(self.target_z).to(self.device)
             self.aux = copy.deepcopy(aux_z).to(self.device)
+        self.fitted = {}
+        if target.differentiable:
+            data = TrainData(None, None, aux=lambda seed: (self.aux, {"accuracy": None,
+                                                                     "n_params": None}))
+            for m, kind in self.kinds.items():
+                config = MethodConfig(dict(kind.audit_options, batch_size=self.batch_size))
+                self.fitted[m] = kind.build(config).fit(data, 0)
 
     # ------------------------------------------------------------------ helpers
     def z_of(self, x: np.ndarray) -> torch.Tensor:
@@ -128,13 +143,16 @@ class Scorer:
         return faux_from_gradients(g_hat, J)
 
     # ------------------------------------------------------------------ public
+    def _black_boxes(self) -> set:
+        return {kind.black_box for kind in self.kinds.values()}
+
     def calls_per_row(self, k: int, d: int) -> int:
         if self.target.differentiable:
             return 0
         n = 0
-        if "faux" in self.methods:
+        if "pinv_directions" in self._black_boxes():
             n += 2 * k
-        if {"faux_ng", "fta"} & set(self.methods):
+        if self._black_boxes() & set(FD_GRADIENT):
             n += 2 * d
         return n
 
@@ -142,18 +160,17 @@ class Scorer:
         z = self.z_of(x)
         out = {}
         if self.target.differentiable:
+            batch = Batch(z)
             for m in self.methods:
-                s = gradient_score(m, self.target_z, None if m == "fta" else self.aux, z,
-                                   **({"ng": "sample"} if m == "faux_ng" else {}),
-                                   batch_size=self.batch_size)
+                s = torch.as_tensor(self.fitted[m].score(self.target_z, batch)).detach()
                 out[m] = s.double().cpu().numpy()
             return out
         J = self._aux_jacobian(z)
-        g = self.fd_gradient(z) if {"faux_ng", "fta"} & set(self.methods) else None
-        for m in self.methods:
-            if m == "faux":
+        g = self.fd_gradient(z) if self._black_boxes() & set(FD_GRADIENT) else None
+        for m, kind in self.kinds.items():
+            if kind.black_box == "pinv_directions":
                 s = self.fd_faux(z, J)
-            elif m == "faux_ng":
+            elif kind.black_box == "gradient_cosine":
                 s = ng_from_gradients(g, J, ng="sample")
             else:
                 s = torch.linalg.vector_norm(g, dim=1)

@@ -15,9 +15,9 @@ import torch
 from torch import nn
 
 from faux.errors import ConfigError, DataError, FauxError
+from faux.methods.options import DEFAULT_BATCH_SIZE
 
 OUTPUTS = ("prob", "logit")
-DEFAULT_BATCH_SIZE = 65536
 
 
 # --------------------------------------------------------------------------- validation

@@ -1,6 +1,7 @@
-"""The eight fairness tests of the paper behind the :mod:`faux.methods.protocol`: thin
-adapters over the scorers (``gradients``, ``lic_ub``, ``fta_lin``, ``unfair_map``,
-``fliptest``). Registered, with their needs, labels and paper rows, in ``registry``."""
+"""The eight fairness tests of the paper, one class each (name, label, paper row, needs,
+options, audit settings as class attributes; :class:`faux.methods.protocol.Base`), over
+thin adapters to the scorers (``gradients``, ``lic_ub``, ``fta_lin``, ``unfair_map``,
+``fliptest``). ``registry`` registers them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from faux.methods.options import LicUBOptions, ScoreOptions
 from faux.methods.protocol import Base, Batch, MethodConfig, TrainData
 
 if TYPE_CHECKING:       # torch is imported where a method runs, not when the registry loads
@@ -17,8 +19,10 @@ if TYPE_CHECKING:       # torch is imported where a method runs, not when the re
 class Gradient(Base):
     """FTA, fAux, fAux+NG, fAux+IG through ``faux.score`` (the aux comes from the study)."""
 
-    def __init__(self, name: str, config: MethodConfig):
-        super().__init__(name, config)
+    score_options = True
+
+    def __init__(self, config: MethodConfig | None = None):
+        super().__init__(config)
         self.aux = None
         # shared by the per-seed copies fit() makes: the target's gradients (or IG
         # attributions) on a batch are computed for the first seed and reused by the others
@@ -27,16 +31,19 @@ class Gradient(Base):
     def fit(self, data: TrainData, seed: int) -> Gradient:
         out = copy.copy(self)
         out.info = {}
-        if self.name != "fta":
+        if "aux" in self.needs:
             out.aux, ainfo = data.aux(seed)
             out.info = {"aux_accuracy": ainfo["accuracy"], "aux_params": ainfo["n_params"]}
         return out
 
-    def score(self, target, batch: Batch, **options) -> torch.Tensor:
+    def score(self, target, batch: Batch, options: ScoreOptions | dict | None = None
+              ) -> torch.Tensor:
+        """Scores under the config's options, with ``options`` (a variant's) on top."""
         from faux.methods.gradients import score
 
-        return score(self.name, target, self.aux, batch.x, target_memo=self._target_memo,
-                     **{**self.config.options, **options})
+        o = self.config.options if options is None else self.config.options.replace(
+            **(options.as_dict() if isinstance(options, ScoreOptions) else options))
+        return score(self.name, target, self.aux, batch.x, o, target_memo=self._target_memo)
 
     def report(self, x0, **options) -> torch.Tensor:
         """Transparency report (eq. 40) from the aux model (see ``transparency.faux_report``)."""
@@ -48,19 +55,16 @@ class Gradient(Base):
 class LicUB(Base):
     """The generator's true derivative of the target in c (synthetic data only).
 
-    Parameters (``MethodConfig.params["lic_ub"]``): ``at`` (``mixed``, the default: the
-    target's gradient at the observed x times the sampler's stored dx/dc, wherever the
-    sampler took it; or one of ``faux.methods.lic_ub.LIC_AT``: the derivative of
-    ``c -> f_tar(x(c))`` through the batch's ``x_of_c``) and ``output`` (the output
-    differentiated; default the gradient tests' ``output``)."""
+    Options: :class:`faux.methods.options.LicUBOptions` (``MethodConfig.params[name]``); the
+    sampler stores dx/dc wherever the reading took it."""
 
     def score(self, target, batch: Batch) -> torch.Tensor:
         from faux.errors import ConfigError
         from faux.methods.lic_ub import lic_ub, lic_ub_composite
 
-        p = self.config.of(self.name)
-        output = p.get("output") or self.config.options.get("output", "prob")
-        at = p.get("at", "mixed")
+        p = LicUBOptions.of(self.config.of(self.name))
+        output = p.output or self.config.options.output
+        at = p.at
         if at == "mixed":
             return lic_ub(target, batch.x, batch.dx_dc, output=output)
         if batch.x_of_c is None:
@@ -70,7 +74,8 @@ class LicUB(Base):
 
 
 class Refit(Base):
-    """A test that learns a fair metric from (x, c) per seed: FTA + lin. aux, Unfair Map."""
+    """A test that learns a fair metric from (x, c) per seed: FTA + lin. aux, Unfair Map
+    (``make()``: the metric, from its constructor arguments ``MethodConfig.params[name]``)."""
 
     def fit(self, data: TrainData, seed: int) -> Refit:
         out = copy.copy(self)
@@ -78,17 +83,9 @@ class Refit(Base):
         return out
 
     def make(self):
-        if self.name == "fta_lin":
-            from faux.methods.fta_lin import FTALin
-
-            return FTALin(**self.config.of(self.name))
-        from faux.methods.unfair_map import UnfairMap
-
-        return UnfairMap(**self.config.of(self.name))
+        raise NotImplementedError
 
     def score(self, target, batch: Batch) -> torch.Tensor:
-        if self.name == "unfair_map":
-            return self.model.score(target, batch.x, batch.y)
         return self.model.score(target, batch.x)
 
 
@@ -131,3 +128,73 @@ class Flip(Base):
 
         x0 = torch.as_tensor(x0)
         return fliptest_report(x0, self.ft.counterparts(x0, torch.zeros(len(x0))))
+
+
+# --------------------------------------------------------------------------- the methods
+
+
+class FTAMethod(Gradient):
+    name, label, short, paper_row, runs = "fta", "FTA", "FTA", 1, "once"
+    audit_threshold, black_box = 0.1, "gradient_norm"
+
+
+class FTALinMethod(Refit):
+    name, label, short, paper_row = "fta_lin", "FTA + lin. aux", "FTA+lin", 2
+    needs = frozenset({"target", "train"})
+
+    def make(self):
+        from faux.methods.fta_lin import FTALin
+
+        return FTALin(**self.config.of(self.name))
+
+
+class UnfairMapMethod(Refit):
+    name, label, paper_row, runs = "unfair_map", "Unfair Map", 3, "tens"
+    needs = frozenset({"target", "train"})
+    own_params = True
+
+    def make(self):
+        from faux.methods.unfair_map import UnfairMap
+
+        return UnfairMap(**self.config.of(self.name))
+
+    def score(self, target, batch: Batch) -> torch.Tensor:
+        return self.model.score(target, batch.x, batch.y)
+
+
+class FlipTestMethod(Flip):
+    name, label, paper_row, transparency = "fliptest", "FlipTest", 4, True
+    needs = frozenset({"target", "train", "gan"})
+
+
+class FAuxMethod(Gradient):
+    name, label, short, paper_row, transparency = "faux", "fAux", "fAux", 5, True
+    needs = frozenset({"target", "aux"})
+    audit_threshold, audit_default, black_box = 0.05, True, "pinv_directions"
+
+
+class FAuxNGMethod(Gradient):
+    name, label, short, paper_row, transparency = "faux_ng", "fAux+NG", "NG", 6, True
+    needs = frozenset({"target", "aux"})
+    own_options = ("ng",)
+    # the per-feature reading divides by spreads over the rows scored together, so an
+    # audited row's score would depend on its batch: per-row unit vectors instead
+    audit_threshold, audit_default, audit_options = 0.5, True, {"ng": "sample"}
+    black_box = "gradient_cosine"
+
+
+class FAuxIGMethod(Gradient):
+    name, label, short, paper_row, transparency = "faux_ig", "fAux+IG", "IG", 7, True
+    needs = frozenset({"target", "aux"})
+    own_options = ("ig_steps", "ig_baseline")
+    audit_threshold = 0.05      # integrated gradients need autograd: no black_box
+
+
+class LicUBMethod(LicUB):
+    name, label, short, paper_row, runs = "lic_ub", "LIC-UB", "LIC-UB", 8, "once"
+    needs = frozenset({"target", "dxdc"})
+
+
+#: the paper's tests, in the order of its Table 1
+PAPER = (FTAMethod, FTALinMethod, UnfairMapMethod, FlipTestMethod, FAuxMethod, FAuxNGMethod,
+         FAuxIGMethod, LicUBMethod)

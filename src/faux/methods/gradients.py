@@ -1,6 +1,6 @@
 """Gradient-based individual-fairness scorers: FTA, fAux (eq. 9), fAux+NG (eq. 10), fAux+IG.
 
-``score(method, target, aux, x, **options) -> (n,)`` is the public entry point
+``score(method, target, aux, x, options, **overrides) -> (n,)`` is the public entry point
 (``faux.score`` delegates here). The models are ``nn.Module``s mapping a float tensor
 ``(n, d)`` to logits ``(n,)`` or ``(n, 1)``; ``aux`` may return ``(n, k)``, one logit per
 protected attribute.
@@ -38,8 +38,9 @@ Defaults (and why)
   the logit 0.03-0.12 AP better (DESIGN.md section 4). Pass ``aux_output="prob"`` to change.
 - ``ng="feature"`` (fAux+NG): per-feature normalisation over the scored rows, then |cosine|
   (the prototype measured 0.55-0.80 AP against 0.47 for plain |cosine| on outer fusion).
-- ``ig_baseline="zeros"``, ``ig_steps=50``, ``ig_method="midpoint"`` (see ``faux.methods.ig``).
-- ``eps=1e-12``: relative eigenvalue cut-off of the k > 1 pseudo-inverse (see
+- ``ig_baseline="zeros"``, ``ig_method="midpoint"`` (see ``faux.methods.ig``); every default
+  is written in :class:`faux.methods.options.ScoreOptions`.
+- ``eps``: relative eigenvalue cut-off of the k > 1 pseudo-inverse (see
   ``faux_from_gradients``).
 """
 
@@ -65,22 +66,12 @@ from faux.methods.autograd import (  # noqa: F401  (public)
     scoring_mode,
 )
 from faux.methods.ig import ig_attributions
+from faux.methods.options import ScoreOptions
 
 METHODS = ("fta", "faux", "faux_ng", "faux_ig")
 NG_READINGS = ("feature", "sample", "feature_rms")
-
-DEFAULTS = {
-    "output": "prob",
-    "aux_output": None,  # None -> "logit"
-    "p": 2.0,
-    "ng": "feature",
-    "ig_steps": 50,
-    "ig_baseline": "zeros",
-    "ig_method": "midpoint",
-    "eps": 1e-12,
-    "batch_size": DEFAULT_BATCH_SIZE,
-}
-
+#: results a target memo keeps (oldest dropped first)
+MEMO_ENTRIES = 8
 
 # --------------------------------------------------------------------------- combiners
 
@@ -248,14 +239,10 @@ def ng_from_gradients(g_tar: torch.Tensor, g_aux: torch.Tensor,
 # --------------------------------------------------------------------------- public score
 
 
-def _resolve_options(method: str, options: dict) -> dict:
+def _resolve_options(method: str, options: ScoreOptions) -> dict:
     if method not in METHODS:
         raise ConfigError(f"unknown gradient method {method!r}; valid: {', '.join(METHODS)}")
-    unknown = sorted(set(options) - set(DEFAULTS))
-    if unknown:
-        raise ConfigError(f"unknown option(s) {unknown} for faux.score; valid: "
-                          f"{', '.join(DEFAULTS)}")
-    o = {**DEFAULTS, **options}
+    o = options.as_dict()
     check_output(o["output"], "output")
     if o["aux_output"] is None:
         o["aux_output"] = "logit"
@@ -268,7 +255,7 @@ def _resolve_options(method: str, options: dict) -> dict:
     except (TypeError, ValueError):
         o["p"] = -1.0
     if not o["p"] > 0:
-        raise ConfigError(f"p must be a positive number (or inf), got {options.get('p')!r}")
+        raise ConfigError(f"p must be a positive number (or inf), got {options.p!r}")
     if not (isinstance(o["eps"], int | float) and o["eps"] >= 0):
         raise ConfigError(f"eps must be a non-negative number, got {o['eps']!r}")
     return o
@@ -289,6 +276,8 @@ def _memo_target(memo: dict | None, target: nn.Module, x: torch.Tensor, o: dict,
     hit = memo.get(key)
     if hit is None or hit[0] is not target or hit[1] is not x:
         g, w = compute()
+        while len(memo) >= MEMO_ENTRIES:      # a caller scoring batch after batch (the audit)
+            memo.pop(next(iter(memo)))        # keeps only the latest few
         memo[key] = hit = (target, x, g, w)   # the objects kept alive: their ids stay theirs
     g, w = hit[2], hit[3]
     return g.clone(), (None if w is None else w.clone())
@@ -300,18 +289,21 @@ def _baseline_key(baseline):
     return baseline
 
 
-def score(method: str, target: nn.Module, aux: nn.Module | None, x: torch.Tensor, *,
-          target_memo: dict | None = None, **options) -> torch.Tensor:
+def score(method: str, target: nn.Module, aux: nn.Module | None, x: torch.Tensor,
+          options: ScoreOptions | dict | None = None, *, target_memo: dict | None = None,
+          **overrides) -> torch.Tensor:
     """Per-individual unfairness scores of ``target``, shape ``(n,)``, dtype/device of ``x``.
 
     Methods: ``fta`` (p-norm of grad f_tar; ``aux`` unused, may be None), ``faux`` (eq. 9),
     ``faux_ng`` (eq. 10), ``faux_ig`` (eq. 9 with integrated gradients of both models).
 
-    Options (defaults in ``DEFAULTS``): ``output`` ("prob"|"logit", target), ``aux_output``
+    ``options`` (a :class:`ScoreOptions` or a dict of its fields) with ``overrides`` (its
+    fields as keywords) on top; an unknown name is a ConfigError naming the known ones.
+    Fields (defaults in ``ScoreOptions``): ``output`` ("prob"|"logit", target), ``aux_output``
     (default "logit"), ``p`` (fta norm, default 2), ``ng`` ("feature"|"sample"|"feature_rms",
-    faux_ng), ``ig_steps`` (50), ``ig_baseline`` ("zeros"|"mean"|tensor (d,)/(n, d)),
-    ``ig_method`` ("midpoint"|"trapezoid"|"gausslegendre"), ``eps`` (1e-12, relative eigenvalue
-    cut-off of the pseudo-inverse for k > 1 aux outputs), ``batch_size`` (rows per chunk, 65536).
+    faux_ng), ``ig_steps``, ``ig_baseline`` ("zeros"|"mean"|tensor (d,)/(n, d)),
+    ``ig_method`` ("midpoint"|"trapezoid"|"gausslegendre"), ``eps`` (relative eigenvalue cut-off
+    of the pseudo-inverse for k > 1 aux outputs), ``batch_size`` (rows per chunk).
 
     ``target_memo``: a dict the caller keeps across calls that score the same ``target`` on the
     same ``x`` with several aux models (one per seed): the target's gradients or IG
@@ -322,7 +314,7 @@ def score(method: str, target: nn.Module, aux: nn.Module | None, x: torch.Tensor
     model on another device/dtype/width, non-finite outputs or gradients, or an aux whose
     gradient is zero everywhere.
     """
-    o = _resolve_options(method, options)
+    o = _resolve_options(method, ScoreOptions.of(options, **overrides))
     x = check_x(x)
     check_model(target, x, "target")
     if method != "fta":

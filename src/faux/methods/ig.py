@@ -38,6 +38,7 @@ from faux.methods.autograd import (
     grads_of_outputs,
     scoring_mode,
 )
+from faux.methods.options import ScoreOptions
 
 IG_METHODS = ("midpoint", "trapezoid", "gausslegendre")
 BASELINES = ("zeros", "mean")
@@ -132,7 +133,8 @@ def ig_attributions(model: nn.Module, x: torch.Tensor, baseline, steps: int, out
     return result.detach(), any_grad
 
 
-def integrated_gradients(model: nn.Module, x: torch.Tensor, baseline="zeros", steps: int = 50,
+def integrated_gradients(model: nn.Module, x: torch.Tensor, baseline="zeros",
+                         steps: int = ScoreOptions.ig_steps,
                          output: str = "logit", method: str = "midpoint",
                          batch_size: int = DEFAULT_BATCH_SIZE) -> torch.Tensor:
     """IG attributions of ``model``'s logit (or sigmoid, ``output="prob"``): ``(n, d)``,

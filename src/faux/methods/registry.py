@@ -1,10 +1,11 @@
-"""Every fairness test faux knows: name -> implementation, needs, display label, paper row.
+"""Every fairness test faux knows: name -> its class (``faux.methods.protocol.Base``).
 
-Studies, reports and the Hydra sweep lists read this table (``names()``, ``get()``,
-``label()``). Adding a method = one module with a class following
-:class:`faux.methods.protocol.FairnessTest` (``Class(name, config)``, ``fit(data, seed)``,
-``score(target, batch)``; ``faux.methods.protocol.Base`` gives the defaults) and one
-``register(Method(...))`` line below. ``needs`` says what a study must provide:
+Studies, reports, the audit and the Hydra sweep lists read this table (``names()``,
+``get()``, ``label()``). Adding a method = one class following
+:class:`faux.methods.protocol.FairnessTest` (``Class(config)``, ``fit(data, seed)``,
+``score(target, batch)``) whose class attributes say what it is (``name``, ``label``,
+``needs``, ``paper_row``, ``runs``, options, audit settings: ``faux.methods.protocol.Base``),
+and one ``register(Class)``. ``needs`` says what a study must provide:
 
 - ``target`` the model under test; ``aux`` an aux model predicting c (the study trains it);
 - ``train`` training rows (x, c) to fit on; ``gan`` GAN settings (``MethodConfig.params``);
@@ -16,54 +17,41 @@ base, base+1, ...), ``"tens"`` (10, 20, ...: Unfair Map's metric seeds, A.11.3).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 from faux.errors import ConfigError
 from faux.methods import builtin
-from faux.methods.protocol import NEEDS, MethodConfig
+from faux.methods.protocol import NEEDS, RUNS, Base
 
-RUNS = ("once", "seeds", "tens")
+#: a registered method: a subclass of Base (the class, not an instance)
+Method = type[Base]
 
 
-@dataclass(frozen=True)
-class Method:
-    name: str
-    label: str
-    make: Callable[[str, MethodConfig], object]     # (name, config) -> FairnessTest
-    needs: frozenset
-    paper_row: int | None = None     # row of the paper's Table 1 (None: not in the paper)
-    runs: str = "seeds"
-    score_options: bool = False      # takes faux.score options (real-study variants)
-    report: bool = False             # has a transparency report (Table 3)
-    config_keys: tuple = ()          # dotted config keys only this method reads
-
-    def __post_init__(self):
-        object.__setattr__(self, "needs", frozenset(self.needs))
-        bad = sorted(self.needs - set(NEEDS))
-        if bad or "target" not in self.needs:
-            raise ConfigError(f"method {self.name!r}: needs must include 'target' and be drawn "
-                              f"from {list(NEEDS)}, got {sorted(self.needs)}")
-        if self.runs not in RUNS:
-            raise ConfigError(f"method {self.name!r}: runs must be one of {RUNS}")
-
-    def build(self, config: MethodConfig | None = None):
-        return self.make(self.name, config or MethodConfig())
-
-    def run_seeds(self, base_seed: int, n_runs: int) -> list[int]:
-        if self.runs == "once":
-            return [int(base_seed)]
-        if self.runs == "tens":
-            return [10 * (i + 1) for i in range(int(n_runs))]
-        return [int(base_seed) + i for i in range(int(n_runs))]
+def check(method: Method) -> Method:
+    """ConfigError unless ``method`` is a Base subclass with a name, a label, needs that
+    include "target" drawn from NEEDS, and ``runs`` in RUNS; its needs become a frozenset."""
+    if not (isinstance(method, type) and issubclass(method, Base)):
+        raise ConfigError(f"register a subclass of faux.methods.protocol.Base, got {method!r}")
+    name = method.name
+    if not name or not method.label:
+        raise ConfigError(f"method class {method.__name__}: set its name and label")
+    needs = frozenset(method.needs)
+    bad = sorted(needs - set(NEEDS))
+    if bad or "target" not in needs:
+        raise ConfigError(f"method {name!r}: needs must include 'target' and be drawn "
+                          f"from {list(NEEDS)}, got {sorted(needs)}")
+    if method.runs not in RUNS:
+        raise ConfigError(f"method {name!r}: runs must be one of {RUNS}")
+    method.needs = needs
+    return method
 
 
 _METHODS: dict[str, Method] = {}
 
 
 def register(method: Method) -> Method:
-    """Add (or replace) a method; returns it."""
-    _METHODS[method.name] = method
+    """Add (or replace) a method class (checked by :func:`check`); returns it."""
+    _METHODS[check(method).name] = method
     return method
 
 
@@ -72,6 +60,7 @@ def unregister(name: str) -> None:
 
 
 def get(name: str) -> Method:
+    """The class of a registered method (ConfigError naming the choices otherwise)."""
     if name not in _METHODS:
         raise ConfigError(f"unknown method {name!r}; choose one of {', '.join(names())}")
     return _METHODS[name]
@@ -87,6 +76,11 @@ def names(provides: Iterable[str] | None = None, requires: Iterable[str] = ()) -
     rows = [m for m in out if m.paper_row is not None]
     rest = [m for m in out if m.paper_row is None]
     return tuple(m.name for m in sorted(rows, key=lambda m: m.paper_row) + rest)
+
+
+def methods(provides: Iterable[str] | None = None, requires: Iterable[str] = ()) -> tuple:
+    """The classes of :func:`names`, in the same order."""
+    return tuple(_METHODS[n] for n in names(provides, requires))
 
 
 def label(name: str) -> str:
@@ -106,22 +100,6 @@ def order(name: str) -> tuple[int, str]:
     return (all_names.index(name), "") if name in all_names else (len(all_names), name)
 
 
-#: config keys read only where a method has the need (a job for a method without the need
-#: leaves them out of its config hash)
-NEED_KEYS = {"aux": ("model.aux", "synthetic.aux_trainer"), "gan": ("model.gan", "profile.gan_steps")}
-
-
-def foreign_keys(name: str) -> tuple[str, ...]:
-    """The dotted config keys a one-method job of ``name`` does not read: other methods' own
-    keys and the keys of needs it lacks. ``faux.run.config_hash`` leaves them out, so a rerun
-    that changes one method's option finds every other method's jobs finished."""
-    m = get(name)
-    own = set(m.config_keys) | {k for need in m.needs for k in NEED_KEYS.get(need, ())}
-    other = {k for o in _METHODS.values() if o.name != name for k in o.config_keys}
-    other |= {k for need, keys in NEED_KEYS.items() if need not in m.needs for k in keys}
-    return tuple(sorted(other - own))
-
-
 def check_names(values: Iterable[str], what: str = "method list") -> list[str]:
     """``values`` as a list, ConfigError naming any unknown method (the one check of the
     YAML method lists, e.g. Table 1's sweep)."""
@@ -133,23 +111,11 @@ def check_names(values: Iterable[str], what: str = "method list") -> list[str]:
 
 
 # --------------------------------------------------------------------------- the table
-register(Method("fta", "FTA", builtin.Gradient, {"target"}, 1, "once", score_options=True))
-register(Method("fta_lin", "FTA + lin. aux", builtin.Refit, {"target", "train"}, 2))
-register(Method("unfair_map", "Unfair Map", builtin.Refit, {"target", "train"}, 3, "tens",
-                config_keys=("synthetic.unfair_map",)))
-register(Method("fliptest", "FlipTest", builtin.Flip, {"target", "train", "gan"}, 4,
-                report=True))
-register(Method("faux", "fAux", builtin.Gradient, {"target", "aux"}, 5, score_options=True,
-                report=True))
-register(Method("faux_ng", "fAux+NG", builtin.Gradient, {"target", "aux"}, 6,
-                score_options=True, report=True, config_keys=("synthetic.options.ng",)))
-register(Method("faux_ig", "fAux+IG", builtin.Gradient, {"target", "aux"}, 7,
-                score_options=True, report=True,
-                config_keys=("synthetic.options.ig_steps", "synthetic.options.ig_baseline")))
-register(Method("lic_ub", "LIC-UB", builtin.LicUB, {"target", "dxdc"}, 8, "once"))
+for _method in builtin.PAPER:
+    register(_method)
 
-#: the readings study's tests (issue 13): every registered test that needs no GAN, but Unfair
-#: Map (optional there; its 200-step attack per row would be most of the study's time). Here,
+#: the readings study's tests: every registered test that needs no GAN, but Unfair Map
+#: (optional there; its 200-step attack per row would be most of the study's time). Here,
 #: not in faux.studies.readings, so that reports read it without importing Lightning.
 READINGS_METHODS = tuple(n for n in names(provides=("target", "aux", "train", "dxdc"))
-                         if n != "unfair_map")
+                         if n != builtin.UnfairMapMethod.name)

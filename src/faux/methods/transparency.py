@@ -31,12 +31,13 @@ from faux.methods.autograd import (
 )
 from faux.methods.gradients import check_aux_not_constant, normalise_gradients
 from faux.methods.ig import ig_attributions
+from faux.methods.options import ScoreOptions
 
 REPORT_METHODS = ("faux", "faux_ng", "faux_ig")
 
 
 def faux_report(aux: nn.Module, x0: torch.Tensor, method: str = "faux", *,
-                output: str = "logit", ng: str = "sample", ig_steps: int = 50,
+                output: str = "logit", ng: str = "sample", ig_steps: int = ScoreOptions.ig_steps,
                 ig_baseline="zeros", ig_method: str = "midpoint",
                 batch_size: int = DEFAULT_BATCH_SIZE) -> torch.Tensor:
     """Feature scores ``(d,)`` (``(k, d)`` for an aux with k > 1 outputs) from the aux model.

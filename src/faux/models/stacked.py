@@ -27,7 +27,9 @@ kernels the single network's ``nn.Linear`` uses (a per-member ``addmm`` for the 
 head, ``gᵀ h`` for weight gradients), and Adam is the single-tensor update ``train_mlp``'s
 Adam runs on CPU (element-wise, so equal per slice). At the shapes the studies train (inputs
 >= 16 wide, 2 x 64 hidden, one logit, batch 64 with a partial last batch) every member then
-equals the separately trained network bit for bit (tested). At toy shapes (a few inputs,
+equals the separately trained network to float32 rounding: bit for bit on an AMD EPYC,
+within 5e-8 in the weights on an Intel Xeon, whose MKL blocks the two matmuls differently
+even under the pinned kernels (tested to 1e-6). At toy shapes (a few inputs,
 width 8, odd batch sizes, several label columns) MKL picks different kernels for the batched
 and the single matmul, and members differ by an ulp per step; over hundreds of steps a ReLU
 pre-activation within rounding of zero can amplify that (measured before these kernels on
@@ -87,7 +89,7 @@ class StackedMLP(torch.nn.Module):
     over members give each member its own gradient, and RMSprop, Adam and weight clipping act
     element by element, so training the stack equals training the members one by one (up to
     float summation order; tested). ``exact``: run every layer through :class:`_StackedLinear`
-    (the single network's kernels; bit for bit at the studies' shapes, slower); the aux
+    (the single network's kernels; equal to float32 rounding at the studies' shapes, slower); the aux
     stack uses it, FlipTest's GANs keep the plain batched kernels. Members must not have
     input projections (project the inputs once before the stack instead).
     """

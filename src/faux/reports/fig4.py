@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from faux.methods import registry
+from faux.methods.builtin import FlipTestMethod
 from faux.reports.base import Report, fmt, write_tables
 from faux.reports.real_sweep import (
     DATASET_LABELS,
@@ -194,7 +195,7 @@ MODEL_FACTS = (
     ("c_chance", "fair", "models", "c_chance"),
     ("aux_auroc", "aux", "models", "auroc"),
     ("aux_adv_y_accuracy", "aux", "models", "adv_accuracy"),
-    ("gan_ks", "fliptest", "models", "ks"),
+    ("gan_ks", FlipTestMethod.name, "models", "ks"),
 )
 MODEL_LABELS = {
     "unfair_probe_auroc": "unfair model: probe AUROC of c",

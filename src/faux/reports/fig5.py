@@ -38,12 +38,13 @@ import numpy as np
 import pandas as pd
 
 from faux.methods import registry
+from faux.methods.builtin import FAuxMethod, FAuxNGMethod
 from faux.reports.base import Report, done
 from faux.reports.sweep import results_of, unfinished_cells
 
 NAME = "fig5"
 JOB = "fig5_cell"
-PLOTTED = "faux_ng"
+PLOTTED = FAuxNGMethod.name
 #: per-individual fields of records.npz that are not a method's scores
 RECORD_FIELDS = ("label", "ifs", "target_grad_norm", "target_grad_norm_logit", "job")
 AUX_QUANTILES = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -341,7 +342,7 @@ def build(sweep, results_dir: Path, figures_dir: Path) -> Report:
     groups = fig5_groups(pooled, jobs)
     frame = fig5_frame(pooled, groups)
     trends = [fig5_trends(frame, pooled, jobs, PLOTTED, "ap"),
-              fig5_trends(frame, pooled, jobs, "faux", "ap_job_rank")]
+              fig5_trends(frame, pooled, jobs, FAuxMethod.name, "ap_job_rank")]
     facts = _sweep_facts(jobs)
     report.frame = frame
     results_dir = Path(results_dir)
@@ -354,6 +355,6 @@ def build(sweep, results_dir: Path, figures_dir: Path) -> Report:
     md.write_text(text)
     png = plot_fig5(pooled, groups, frame, Path(figures_dir) / "fig5.png")
     png_rank = plot_fig5(pooled, groups, frame, Path(figures_dir) / "fig5_faux_rank.png",
-                         method="faux", rank=True)
+                         method=FAuxMethod.name, rank=True)
     report.files = [csv, md, results_dir / "fig5_jobs.csv", png, png_rank]
     return done(report, text)

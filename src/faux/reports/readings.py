@@ -18,6 +18,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from faux.methods import registry
+from faux.methods.builtin import (
+    FAuxIGMethod,
+    FAuxMethod,
+    FAuxNGMethod,
+    FTALinMethod,
+    FTAMethod,
+    LicUBMethod,
+)
 from faux.methods.registry import READINGS_METHODS as METHODS
 from faux.metrics.ranking import normalised_ap
 from faux.reports import paper_values as P
@@ -26,8 +35,8 @@ from faux.reports.sweep import grid_gaps, results_of, unfinished_cells
 
 NAME = "readings"
 JOB = "readings_cell"
-SHORT = {"fta": "FTA", "fta_lin": "FTA+lin", "faux": "fAux", "faux_ng": "NG", "faux_ig": "IG",
-         "lic_ub": "LIC-UB"}
+FTA, LIN, FAUX, NG, IG, LIC = (m.name for m in (FTAMethod, FTALinMethod, FAuxMethod,
+                                                 FAuxNGMethod, FAuxIGMethod, LicUBMethod))
 COLUMNS = list(P.TABLE1_COLUMNS)
 OUTER = [c for c, v in P.TABLE1_COLUMNS.items() if v[3] == "outer"]
 CONCAT = [c for c, v in P.TABLE1_COLUMNS.items() if v[3] == "concat"]
@@ -38,10 +47,16 @@ CLAIMS = {
     "C4": "fAux+NG >= fAux on the 4 outer-fusion columns",
     "C5": "best fAux variant >= 0.9 on the 4 concat columns",
 }
-FIT_ROWS = ("faux", "faux_ng", "faux_ig", "lic_ub")
+FIT_ROWS = (FAUX, NG, IG, LIC)
 C1_AP = 0.9                     # LIC-UB must rank the labels at least this well everywhere
 MIN_RATE = 0.15                 # a valid reading has at least this many positives per column
 CAPS = P.table1_prevalence_caps()
+
+
+def short_label(method: str) -> str:
+    """A method's short label in the compact tables (``short``, else its label)."""
+    m = registry.get(method)
+    return m.short or m.label
 
 
 def valid(rates: dict) -> bool:
@@ -65,16 +80,16 @@ def claims(ap: dict) -> dict:
         return ok == len(cols), ok, len(cols)
 
     def best(c):
-        return max(g("faux", c), g("faux_ng", c), g("faux_ig", c))
+        return max(g(FAUX, c), g(NG, c), g(IG, c))
 
     def above_fta(m):
-        return lambda c: g(m, c) > max(g("fta", c), g("fta_lin", c))
+        return lambda c: g(m, c) > max(g(FTA, c), g(LIN, c))
 
     return {
-        "C1": count(lambda c: g("lic_ub", c) >= C1_AP, COLUMNS),
-        "C2": count(above_fta("faux_ng"), COLUMNS),
-        "C3": count(above_fta("faux_ig"), COLUMNS),
-        "C4": count(lambda c: g("faux_ng", c) >= g("faux", c), OUTER),
+        "C1": count(lambda c: g(LIC, c) >= C1_AP, COLUMNS),
+        "C2": count(above_fta(NG), COLUMNS),
+        "C3": count(above_fta(IG), COLUMNS),
+        "C4": count(lambda c: g(NG, c) >= g(FAUX, c), OUTER),
         "C5": count(lambda c: best(c) >= 0.9, CONCAT),
     }
 
@@ -201,11 +216,11 @@ def markdown(df: pd.DataFrame) -> str:
               "column; the paper's row is its AP normalised at its cap (a lower bound):", "",
               "| reading | row | " + " | ".join(short) + " |", "|---|---|" + "---|" * len(COLUMNS)]
     for m in METHODS:
-        lines.append(f"| paper | {SHORT[m]} | " + " | ".join(
+        lines.append(f"| paper | {short_label(m)} | " + " | ".join(
             f"{normalised_ap(paper(m, c), CAPS[c]):+.2f}" for c in COLUMNS) + " |")
     for _, r in df.iterrows():
         for m in METHODS:
-            lines.append(f"| {r['reading']} | {SHORT[m]} | " + " | ".join(
+            lines.append(f"| {r['reading']} | {short_label(m)} | " + " | ".join(
                 "" if pd.isna(r[f"nap {m} {c}"]) else f"{r[f'nap {m} {c}']:+.2f}"
                 for c in COLUMNS) + " |")
     lic_cols = sorted({c.split(" ")[1] for c in df.columns if c.startswith("lic ")})
@@ -230,7 +245,7 @@ def markdown(df: pd.DataFrame) -> str:
     lines += ["", "AP per method and column (the paper's first):", "",
               "| reading | row | " + " | ".join(short) + " |", "|---|---|" + "---|" * len(COLUMNS)]
     for m in METHODS:
-        lines.append(f"| paper | {SHORT[m]} | "
+        lines.append(f"| paper | {short_label(m)} | "
                      + " | ".join(f"{paper(m, c):.3f}" for c in COLUMNS) + " |")
     for _, r in df.iterrows():
         lines.append(f"| {r['reading']} | positive rate | "
@@ -238,7 +253,7 @@ def markdown(df: pd.DataFrame) -> str:
         lines.append(f"| {r['reading']} | aux accuracy | "
                      + " | ".join(f"{r[f'aux_acc {c}']:.2f}" for c in COLUMNS) + " |")
         for m in METHODS:
-            lines.append(f"| {r['reading']} | {SHORT[m]} | "
+            lines.append(f"| {r['reading']} | {short_label(m)} | "
                          + " | ".join(f"{r[f'{m} {c}']:.3f}" for c in COLUMNS) + " |")
     return "\n".join(lines) + "\n"
 
@@ -261,7 +276,7 @@ def figure(df: pd.DataFrame, path: Path, max_panels: int = 8) -> Path:
     for ax, (_, r) in zip(axes.flat, d.iterrows()):
         for m in METHODS:
             ax.plot(x, [r[f"nap {m} {c}"] for c in COLUMNS], "o-", ms=3, lw=1, color=colors[m],
-                    label=SHORT[m])
+                    label=short_label(m))
             ax.plot(x, [normalised_ap(paper(m, c), CAPS[c]) for c in COLUMNS], "_", ms=9,
                     mew=2, color=colors[m], alpha=0.6)
         ax.axhline(0, color="k", lw=0.6, ls=":")

@@ -47,17 +47,17 @@ def _overrides_list(job_dir: Path) -> list[str] | None:
 
 
 def stored_config_hash(job_dir: Path, data_sha256: str | None) -> str | None:
-    """The config hash of the job's ``.hydra/config.yaml`` (as ``faux.run`` computes it);
+    """The config hash of the job's ``.hydra/config.yaml`` (as the job computes it: ``faux.studies.job.config_hash``);
     None when the folder has no such file. Raises ValueError when it cannot be resolved."""
     path = Path(job_dir) / ".hydra" / "config.yaml"
     if not path.is_file():
         return None
     # resolving a job's config costs ~0.1-0.2 s: the hash is memoised in the cache by the bytes
     # of config.yaml, the data checksum and the faux code (another config gives another
-    # entry); the job itself records it (faux.run.remember_config_hash), so a fresh sweep's
+    # entry); the job itself records it (faux.harness.results.remember_config_hash), so a fresh sweep's
     # aggregation resolves nothing
-    from faux.cache import Cache, json_dumps, json_loads
-    from faux.run import config_yaml_key
+    from faux.harness.cache import Cache, json_dumps, json_loads
+    from faux.harness.identity import config_yaml_key
 
     return Cache().get_or_build("config_hash", config_yaml_key(path, data_sha256),
                                 lambda: _config_hash_of(path, data_sha256),
@@ -67,11 +67,12 @@ def stored_config_hash(job_dir: Path, data_sha256: str | None) -> str | None:
 def _config_hash_of(path: Path, data_sha256: str | None) -> str:
     from omegaconf import OmegaConf
 
-    from faux.run import _VOLATILE, config_hash, register_resolvers
+    from faux.harness.identity import VOLATILE
+    from faux.studies.job import config_hash, register_resolvers
 
     register_resolvers()
     cfg = OmegaConf.load(path)
-    for key in {k.split(".")[0] for k in _VOLATILE if "." not in k}:
+    for key in {k.split(".")[0] for k in VOLATILE if "." not in k}:
         if key in cfg:
             del cfg[key]          # paths/logger interpolate ${hydra:...} and env vars
     try:
@@ -133,7 +134,7 @@ def expected_jobs(root: Path) -> list[list[str]] | None:
         from hydra.core.override_parser.overrides_parser import OverridesParser
         from omegaconf import OmegaConf
 
-        from faux.run import register_resolvers
+        from faux.studies.job import register_resolvers
 
         register_resolvers()
         cfg = OmegaConf.load(path)
@@ -152,7 +153,7 @@ def expected_jobs(root: Path) -> list[list[str]] | None:
 def read_sweep(root: Path) -> Sweep:
     """The checked job results under ``root`` (recursively), the rejected or unfinished job
     folders with the reason, and the grid cells that never started."""
-    from faux.run import job_key
+    from faux.harness.identity import job_key
 
     root = Path(root)
     if not root.is_dir():

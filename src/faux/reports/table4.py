@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from faux.methods.builtin import FAuxMethod, FlipTestMethod
 from faux.reports import paper_values as P
 from faux.reports.base import Report
 from faux.reports.real_sweep import DATASET_LABELS, DATASETS, RealSweep, finish, ms
@@ -30,11 +31,11 @@ def _table4_frame(rs: RealSweep) -> pd.DataFrame:
             [r["metrics"]["models"]["unfair"]["train_time_s"] for r in rs.of(d)])
         row["params_ratio"] = row["fliptest_params_mean"] / row["faux_params_mean"]
         row["time_ratio"] = row["fliptest_time_s_mean"] / row["faux_time_s_mean"]
-        row["gan_steps"] = rs.of(d)[0]["metrics"]["models"]["fliptest"]["gen_steps"]
+        row["gan_steps"] = rs.of(d)[0]["metrics"]["models"][FlipTestMethod.name]["gen_steps"]
         paper = P.TABLE4.get(d)
         if paper:
-            (fp, fps), (ft, fts) = paper["fliptest"]
-            (ap, aps), (at, ats) = paper["faux"]
+            (fp, fps), (ft, fts) = paper[FlipTestMethod.name]
+            (ap, aps), (at, ats) = paper[FAuxMethod.name]
             row.update(paper_fliptest_params_k=fp, paper_fliptest_params_k_std=fps,
                        paper_fliptest_time_s=ft, paper_fliptest_time_s_std=fts,
                        paper_faux_params_k=ap, paper_faux_params_k_std=aps,

@@ -47,7 +47,7 @@ def wandb_logger(**kwargs):
 
     private_wandb_env()
     # online without a reachable server: give up after this many seconds, not wandb's 90
-    # (the job's result.json is already written; faux.run reports the failure in one line)
+    # (the job's result.json is already written; faux.harness.joblog reports the failure in one line)
     os.environ.setdefault("WANDB_INIT_TIMEOUT", str(INIT_TIMEOUT_S))
     if kwargs.get("mode") is None:
         kwargs["mode"] = os.environ["WANDB_MODE"]

@@ -11,7 +11,7 @@ reference +11, +12, +13), so every job of a column sees the same individuals.
 Shared builds: :func:`prepare_shared` builds each dataset's CVAE once in total
 (:func:`ensure_generators`, one lock per dataset) and a column's target and bias-0 reference
 under one lock per (pair, fusion, seed, recipe), so parallel jobs never train the same
-artifact twice (the locks: ``faux.cache.Cache.lock``, files ``<cache>/locks/<name>.lock``).
+artifact twice (the locks: ``faux.harness.cache.Cache.lock``, files ``<cache>/locks/<name>.lock``).
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from faux.cache import Cache, code_version, torch_dumps, torch_loads
 from faux.errors import ConfigError
+from faux.harness.cache import Cache, code_version, torch_dumps, torch_loads
 from faux.methods import registry
+from faux.methods.options import ScoreOptions
 from faux.methods.protocol import Batch, MethodConfig, TrainData
 from faux.models.mlp import MLP, MLPSpec
 from faux.models.training import resolve_device
@@ -119,7 +120,7 @@ class ColumnSettings:
     gen_opts: dict               # decoding, tau, dxdc_at
     threshold_k: float
     output: str                  # IFS and target gradients on "prob" or "logit"
-    options: dict                # faux.score options
+    options: ScoreOptions        # the gradient tests' options
     cache_dir: str
     data_dir: str
     accelerator: str = "auto"
@@ -217,8 +218,8 @@ def cached_mlp_stacked(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, 
                        projection: torch.Tensor | None = None):
     """:func:`cached_mlp` for seed ``seed`` of a cell whose retrainings are ``seeds``: on a
     miss every seed of ``seeds`` not yet cached trains in one stack
-    (:func:`faux.models.stacked.train_mlps_stacked`, each member bit for bit as it would train
-    alone at the studies' shapes) and is cached under its own key. The keys say ``trainer: stacked``, so
+    (:func:`faux.models.stacked.train_mlps_stacked`, each member as it would train alone, to
+    float32 rounding, at the studies' shapes) and is cached under its own key. The keys say ``trainer: stacked``, so
     these entries never mix with separately trained ones. One lock per cell: parallel jobs of
     a cell (fAux, fAux+NG, fAux+IG) train its stack once."""
     from faux.models.stacked import train_mlps_stacked

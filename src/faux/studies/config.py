@@ -2,14 +2,48 @@
 
 Each study's ``Settings.from_config(cfg)`` reads its own keys and calls these for the
 shared ones; no other code reads config keys (the studies' ``run`` functions take settings).
+Where the methods' settings sit in the config tree is written here and nowhere else: the
+gradient tests' options under ``synthetic.options``, a method's own block under
+``synthetic.<name>`` (``own_params``), the GAN under ``model.gan``, and the keys of each need
+(:func:`foreign_keys`, for the config hash of a one-method job). Loaded without torch.
 """
 
 from __future__ import annotations
 
-from hydra.utils import instantiate
+from typing import TYPE_CHECKING
 
+from faux.methods import registry
+from faux.methods.builtin import FTALinMethod, LicUBMethod
+from faux.methods.options import ScoreOptions
 from faux.methods.protocol import MethodConfig
-from faux.studies.column import ColumnSettings
+
+if TYPE_CHECKING:
+    from faux.studies.column import ColumnSettings
+
+#: the config node of the gradient tests' options (ScoreOptions fields) in synthetic studies
+OPTIONS_NODE = "synthetic.options"
+#: the config node holding a method's own settings block, ``<node>.<method name>``
+PARAMS_NODE = "synthetic"
+#: config keys read only where a method has the need (a job for a method without the need
+#: leaves them out of its config hash)
+NEED_KEYS = {"aux": ("model.aux", "synthetic.aux_trainer"), "gan": ("model.gan", "profile.gan_steps")}
+
+
+def method_keys(method: registry.Method) -> tuple[str, ...]:
+    """The dotted config keys only ``method`` reads: its own options and settings block."""
+    keys = [f"{OPTIONS_NODE}.{o}" for o in method.own_options]
+    return (f"{PARAMS_NODE}.{method.name}", *keys) if method.own_params else tuple(keys)
+
+
+def foreign_keys(name: str) -> tuple[str, ...]:
+    """The dotted config keys a one-method job of ``name`` does not read: other methods' own
+    keys and the keys of needs it lacks. ``faux.run.config_hash`` leaves them out, so a rerun
+    that changes one method's option finds every other method's jobs finished."""
+    m = registry.get(name)
+    own = set(method_keys(m)) | {k for need in m.needs for k in NEED_KEYS.get(need, ())}
+    other = {k for o in registry.methods() if o.name != name for k in method_keys(o)}
+    other |= {k for need, keys in NEED_KEYS.items() if need not in m.needs for k in keys}
+    return tuple(sorted(other - own))
 
 
 def node_kwargs(node: dict) -> dict:
@@ -19,23 +53,37 @@ def node_kwargs(node: dict) -> dict:
 
 def accelerator(cfg: dict) -> str:
     """``trainer.accelerator`` (``faux.models.settings.TrainerSettings``)."""
+    from hydra.utils import instantiate
+
     return instantiate(cfg["trainer"]).accelerator
 
 
 def column_settings(cfg: dict, sizes: dict | None = None) -> ColumnSettings:
     """``profile.synth`` (or ``sizes``), ``synthetic.*`` and the paths of a synthetic study."""
+    from faux.studies.column import ColumnSettings
+
     p, st = cfg["profile"], cfg["synthetic"]
     return ColumnSettings(
         sizes=dict(sizes if sizes is not None else p["synth"]),
         gen_study=dict(st.get("generators") or {}), gen_profile=dict(p.get("generators") or {}),
         gen_opts=dict(st["generator_options"]), threshold_k=float(st["threshold_k"]),
-        output=st["output"], options=dict(st["options"]),
+        output=st["output"], options=ScoreOptions.of(st["options"]),
         cache_dir=cfg["paths"]["cache_dir"], data_dir=cfg["paths"]["data_dir"],
         accelerator=accelerator(cfg), aux_trainer=str(st.get("aux_trainer", "single")))
 
 
-def method_config(cfg: dict, options: dict, params: dict | None = None) -> MethodConfig:
-    """Every method's settings: ``options`` (faux.score), the GAN node (``model.gan``) as
-    FlipTest's parameters, and ``params`` for the others (``unfair_map``, ``fta_lin``)."""
-    all_params = {"fliptest": node_kwargs(cfg["model"]["gan"]), **(params or {})}
-    return MethodConfig(dict(options), all_params, accelerator(cfg))
+def synthetic_params(target_output: str, lic_ub: dict, own: dict | None = None) -> dict:
+    """The settings blocks of a synthetic study's methods (``MethodConfig.params``): FTA +
+    lin. aux differentiates the reading's target output, LIC-UB takes the reading's
+    ``lic_ub`` (``readings.lic_ub_params``), and ``own`` is the ``synthetic`` node, whose
+    block of each method with ``own_params`` that method reads."""
+    out = {m.name: own.get(m.name) for m in registry.methods() if m.own_params} if own else {}
+    return {**out, FTALinMethod.name: {"output": target_output}, LicUBMethod.name: lic_ub}
+
+
+def method_config(cfg: dict, options, params: dict | None = None) -> MethodConfig:
+    """Every method's settings: ``options`` (ScoreOptions or a dict of its fields), the GAN
+    node (``model.gan``) as the parameters of each method that needs a GAN, and ``params``
+    for the others (:func:`synthetic_params`)."""
+    gan = {m.name: node_kwargs(cfg["model"]["gan"]) for m in registry.methods(requires=("gan",))}
+    return MethodConfig(ScoreOptions.of(options), {**gan, **(params or {})}, accelerator(cfg))

@@ -77,7 +77,7 @@ def run(s: Settings, out_dir, log) -> dict:
     pc, t_prep = shared.pc, shared.generators_s + shared.prepare_s
 
     t1 = time.perf_counter()
-    ft = FlipTest(**gan, output=s.synth.options.get("output", "prob"),
+    ft = FlipTest(**gan, output=s.synth.options.output,
                   accelerator=s.synth.accelerator)
     ft.fit(pc.train.x, pc.train.c, seed=s.gan_seed)
     scores = ft.score(pc.target, pc.test.x, c=pc.test.c)

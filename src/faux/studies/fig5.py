@@ -154,7 +154,7 @@ def run(s: Settings, out_dir, log) -> dict:
         "target_params": pc.target_info["n_params"],
         "target_grad_norm_mean": float(gnorm.mean()),
         "ap": aps, "ap_top30": top30, "records": RECORDS,
-        "score_batch_size": s.methods.options.get("batch_size"),
+        "score_batch_size": s.methods.options.batch_size,
         "generators_built": [k for k, v in shared.built.items() if v],
         "timings": {"generators_s": shared.generators_s, "prepare_s": shared.prepare_s,
                     "score_s": timings},

@@ -23,6 +23,7 @@ import torch
 
 from faux.errors import ConfigError
 from faux.methods import registry
+from faux.methods.builtin import FAuxMethod
 from faux.methods.protocol import MethodConfig, TrainData
 from faux.metrics.ranking import auroc, average_precision, top_fraction_labels
 from faux.models.mlp import MLPSpec
@@ -134,8 +135,8 @@ def synth_settings(cfg: dict, r: dict, names, sizes: dict | None = None) -> Colu
     gen_cfgs, gen_opts = generator_settings(r, names)
     study = {n: {**(base.gen_study.get(n) or {}), **gen_cfgs.get(n, {})}
              for n in set(base.gen_study) | set(gen_cfgs)}
-    options = {**base.options, "output": r["target_output"], "aux_output": r["aux_output"],
-               "ng": r["ng"], "ig_baseline": r["ig_baseline"]}
+    options = base.options.replace(output=r["target_output"], aux_output=r["aux_output"],
+                                   ng=r["ng"], ig_baseline=r["ig_baseline"])
     return dataclasses.replace(base, gen_study=study, gen_opts=gen_opts, threshold_k=K_STD,
                                output=r["ifs_output"], options=options,
                                top_fraction=r["fraction"], lic_ub=lic_ub_params(r),
@@ -143,7 +144,7 @@ def synth_settings(cfg: dict, r: dict, names, sizes: dict | None = None) -> Colu
 
 
 def lic_ub_params(r: dict) -> dict:
-    """LIC-UB's parameters under reading ``r`` (``faux.methods.builtin.LicUB``)."""
+    """LIC-UB's options under reading ``r`` (``faux.methods.options.LicUBOptions``)."""
     return {"at": r["lic_ub_at"],
             "output": r["ifs_output"] if r["lic_ub_output"] == "ifs" else r["target_output"]}
 
@@ -274,9 +275,11 @@ def run(s: Settings, out_dir, log) -> dict:
     rate = float(labels.float().mean())
     log(f"{s.reading_name} / {s.name} ({col.xc}/{col.xy}, bias {col.bias}, {col.fusion}): "
         f"positive rate {rate:.3f}")
-    config = MethodConfig(s.synth.options, {"fta_lin": {"output": r["target_output"]},
-                                            "lic_ub": s.synth.lic_ub}, s.synth.accelerator)
-    aux_seeds = registry.get("faux").run_seeds(s.seed, s.runs)    # the aux's retrainings
+    from faux.studies.config import synthetic_params
+
+    config = MethodConfig(s.synth.options, synthetic_params(r["target_output"], s.synth.lic_ub),
+                          s.synth.accelerator)
+    aux_seeds = FAuxMethod.run_seeds(s.seed, s.runs)    # the aux's retrainings
     data = TrainData(pc.train.x, pc.train.c, pc.val.x, pc.val.c,
                      aux_provider(pc, r["aux"], s.aux, s.synth, aux_seeds))
     batch = test_batch(pc)
@@ -291,7 +294,7 @@ def run(s: Settings, out_dir, log) -> dict:
                 sc = fitted.score(pc.target, batch)
             aps.append(average_precision(labels, sc))
             auroc_runs.setdefault(name, []).append(auroc(labels, sc))
-            if name == "faux":
+            if name == FAuxMethod.name:
                 aux_acc.append(fitted.info["aux_accuracy"])
         ap_runs[name] = aps
         log(f"  {name}: AP {sum(aps) / len(aps):.3f}")

@@ -19,7 +19,7 @@ seed, so every model is trained once and every method scores the same individual
    scores from the fair model's (0.5 = no separation; below 0.5 = the fair model scores
    higher) and the paired win rate (share of individuals scored higher under the unfair
    model);
-4. transparency reports (Table 3, A.10) of every method with one (``Method.report``): over
+4. transparency reports (Table 3, A.10) of every method with one (``transparency``): over
    the c = 0 individuals of the test split, FlipTest's ``|mean(x - G01(x))|`` (eq. 39) and
    fAux's ``|mean grad f_aux(x)|`` (eq. 40) and its NG/IG variants, one-hot columns averaged to their original feature; ground
    truth: ``mutual_info_classif`` (Ross 2014) between each column and c on the training
@@ -74,6 +74,8 @@ import torch
 from faux.data.real import RealData
 from faux.errors import ConfigError, DataError
 from faux.methods import registry
+from faux.methods.builtin import FlipTestMethod, FTALinMethod, UnfairMapMethod
+from faux.methods.options import ScoreOptions
 from faux.methods.protocol import Batch, MethodConfig, TrainData
 from faux.metrics.ranking import auroc
 from faux.studies.fairness_check import TARGETS, edit_columns, proxy_edits, verdict
@@ -128,6 +130,7 @@ class RealSettings:
             if name in methods() or not isinstance(v, dict) or v.get("method") not in scorers:
                 raise ConfigError(f"variant {name!r} must be a new name with "
                                   f"method in {scorers}; got {v!r}")
+            ScoreOptions.of(self.options, **{k: w for k, w in v.items() if k != "method"})
         for name, v in self.report_variants.items():
             if (name in report_methods() or not isinstance(v, dict)
                     or v.get("method") not in report_methods()):
@@ -162,7 +165,7 @@ def methods() -> tuple[str, ...]:
 
 def report_methods() -> tuple[str, ...]:
     """The methods with a transparency report (Table 3)."""
-    return tuple(m for m in methods() if registry.get(m).report)
+    return tuple(m for m in methods() if registry.get(m).transparency)
 
 
 @dataclass
@@ -371,9 +374,9 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
     fair_over, timings = m3["fair_over"], m3["timings"]
     sd = {k: int(seed) + v for k, v in SEED_OFFSETS.items()}
     gan = replace(specs.gan, gen_steps=int(settings.gan_steps))
-    config = MethodConfig(dict(settings.options),
-                          {"fliptest": asdict(gan), "fta_lin": settings.fta_lin,
-                           "unfair_map": settings.unfair_map}, settings.accelerator)
+    config = MethodConfig(settings.options,
+                          {FlipTestMethod.name: asdict(gan), FTALinMethod.name: settings.fta_lin,
+                           UnfairMapMethod.name: settings.unfair_map}, settings.accelerator)
     qi = subsample(len(rows.y_val), settings.gan_quality_rows, seed + 17)
     fit_data = TrainData(rows.x, rows.c, rows.x_val[qi], rows.c_val[qi],
                          aux=lambda s: (aux, ainfo))
@@ -383,7 +386,7 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
         t = time.perf_counter()
         fitted[name] = m.build(config).fit(fit_data, sd["gan"] if "gan" in m.needs else seed)
         timings[f"fit_{name}_s"] = time.perf_counter() - t
-    ft = fitted["fliptest"]
+    ft = fitted[FlipTestMethod.name]
     quality = {"ks": ft.info["gan_ks"], "mse": ft.info["gan_mse"],
                "mse_real": ft.info["gan_mse_real"]}
     timings["gan_quality_s"] = ft.info["gan_quality_s"]
@@ -419,11 +422,12 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
                 "n_params_adv": int(ainfo.get("n_params_adv", 0)),
                 "train_time_s": float(ainfo["train_time_s"]),
                 "epochs": int(ainfo.get("epochs", -1))},
-        "fliptest": {"n_params": int(ft.info["n_params"]),
-                     "n_params_generators": int(ft.info["n_params_generators"]),
-                     "train_time_s": float(ft.info["train_time_s"]),
-                     "gen_steps": int(gan.gen_steps), "ks": float(quality["ks"]),
-                     "mse": float(quality["mse"]), "mse_real": float(quality["mse_real"])},
+        FlipTestMethod.name: {
+            "n_params": int(ft.info["n_params"]),
+            "n_params_generators": int(ft.info["n_params_generators"]),
+            "train_time_s": float(ft.info["train_time_s"]), "gen_steps": int(gan.gen_steps),
+            "ks": float(quality["ks"]), "mse": float(quality["mse"]),
+            "mse_real": float(quality["mse_real"])},
     }
     timings["facts_s"] = time.perf_counter() - t
     return Trained(unfair, fair, aux, fitted, facts, timings, check)
@@ -438,7 +442,7 @@ def score_one(method: str, target: torch.nn.Module, tr: Trained, rows: Rows,
     (n,)); ``options`` override its ``faux.score`` options (a variant)."""
     batch = Batch(torch.as_tensor(rows.x_score), rows.c_score, rows.y_score)
     f = tr.fitted[method]
-    s = f.score(target, batch, **options) if options else f.score(target, batch)
+    s = f.score(target, batch, options) if options else f.score(target, batch)
     return torch.as_tensor(s).detach().reshape(-1).double().numpy()
 
 
@@ -552,8 +556,8 @@ def run_real(data: RealData, specs: ModelSpecs | None = None,
         "c_rate_train": float(rows.c.mean()), "y_rate_train": float(rows.y.mean()),
         "models": f, "fairness_check": tr.check, "methods": summaries, "method_names": list(settings.method_names),
         "table3": t3,
-        "table4": {"fliptest_params": f["fliptest"]["n_params"],
-                   "fliptest_time_s": f["fliptest"]["train_time_s"],
+        "table4": {"fliptest_params": f[FlipTestMethod.name]["n_params"],
+                   "fliptest_time_s": f[FlipTestMethod.name]["train_time_s"],
                    "faux_params": f["aux"]["n_params"],
                    "faux_params_adv": f["aux"]["n_params_adv"],
                    "faux_time_s": f["aux"]["train_time_s"]},
@@ -598,8 +602,8 @@ class Settings:
             gan_steps=int(real.get("gan_steps", p["gan_steps"])),
             options=dict(st["options"]), variants=dict(st["variants"] or {}),
             report_options=dict(st["report_options"]),
-            report_variants=dict(st.get("report_variants") or {}), unfair_map=dict(st["unfair_map"] or {}),
-            fta_lin=dict(st["fta_lin"] or {}), probe=dict(st["probe"]),
+            report_variants=dict(st.get("report_variants") or {}), unfair_map=dict(st[UnfairMapMethod.name] or {}),
+            fta_lin=dict(st[FTALinMethod.name] or {}), probe=dict(st["probe"]),
             targets=dict(st.get("targets") or TARGETS),
             fair_by_dataset={k: dict(v or {}) for k, v in
                              (st.get("fair_by_dataset") or {}).items()},

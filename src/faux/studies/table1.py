@@ -50,7 +50,7 @@ class Settings:
     def from_config(cls, cfg: dict) -> Settings:
         from hydra.utils import instantiate
 
-        from faux.studies.config import method_config
+        from faux.studies.config import method_config, synthetic_params
 
         name, columns = cfg["column"], cfg["columns"]
         if name not in columns:
@@ -59,13 +59,10 @@ class Settings:
         col = Column(**columns[name])
         rname, r = reading_of(cfg)
         synth = synth_settings(cfg, r, (col.xc, col.xy))
-        st = cfg["synthetic"]
+        params = synthetic_params(r["target_output"], synth.lic_ub, cfg["synthetic"])
         return cls(name, col, cfg["method"], int(cfg["seed"]),
                    int(cfg["profile"]["runs"]), target_spec(cfg, r),
-                   instantiate(cfg["model"]["aux"]),
-                   method_config(cfg, synth.options, {"unfair_map": st.get("unfair_map"),
-                                                      "fta_lin": {"output": r["target_output"]},
-                                                      "lic_ub": synth.lic_ub}),
+                   instantiate(cfg["model"]["aux"]), method_config(cfg, synth.options, params),
                    synth, rname, r["threshold"], r["aux"])
 
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from faux.cache import Cache, code_version, data_checksum, torch_dumps, torch_loads
 from faux.errors import ConfigError
+from faux.harness.cache import Cache, code_version, data_checksum, torch_dumps, torch_loads
 from faux.synth.bias import mutual_information, p_bias, sample_joint
 from faux.synth.cvae import CVAE, DECODINGS, cvae_from_state, cvae_state, gumbel_noise, train_cvae
 from faux.synth.encoding import ModeEncoder

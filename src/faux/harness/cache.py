@@ -115,9 +115,7 @@ def package_version() -> str:
     """A version of the whole faux package: SHA-256 of every source file under it and the
     numeric libraries' versions (as :func:`code_version`). The key of a memoised job result:
     any changed line of faux makes every memo entry unreachable."""
-    import faux
-
-    root = Path(faux.__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]          # src/faux
     return _sources_hash([(f.relative_to(root).as_posix(), f) for f in sorted(root.rglob("*.py"))])
 
 

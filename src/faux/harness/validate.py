@@ -7,10 +7,10 @@ config (plain containers) through the table in order and raises a one-line
 
     error: profile.max_epochs=abc: expected an integer >= 1
 
-``faux.run`` calls it in the launching process before a run or a sweep starts (Hydra's
-``on_run_start`` / ``on_multirun_start``, :class:`faux.run.SweepGuard`: nothing is written,
-no job starts) and again in every job before its result folder is touched
-(:func:`faux.run.execute`). :func:`check_override` checks one ``key=value`` of a sweep's
+The harness calls it in the launching process before a run or a sweep starts (Hydra's
+``on_run_start`` / ``on_multirun_start``, :class:`faux.harness.guard.SweepGuard`: nothing is
+written, no job starts) and again in every job before its result folder is touched
+(``faux.run.execute``). :func:`check_override` checks one ``key=value`` of a sweep's
 expanded jobs (``seed=-1,0``), so a bad swept value also fails before the first job.
 
 The table covers the seed, every size, epoch, step, count and rate field of

@@ -20,7 +20,7 @@ says ``cached`` and it counts as done immediately; the estimate of time left use
 durations of jobs that computed. On a terminal the display is a live ``rich`` progress bar
 (each finished job printed above it); in a log or CI it is one plain line per job. Set
 ``FAUX_PROGRESS=plain|rich|off`` to choose. Nothing here writes into a job's result files.
-On Ctrl-C, ``faux.run`` stops the display without its summary (:func:`stop_for_interrupt`)
+On Ctrl-C, ``python -m faux.run`` stops the display without its summary (:func:`stop_for_interrupt`)
 and prints one line instead.
 """
 
