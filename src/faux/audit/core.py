@@ -34,7 +34,6 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -61,23 +60,36 @@ FD_STEP_LOW_WARN = 1e-4
 SEED_MAX = 2**32 - 1  # numpy and Lightning take seeds in [0, 2**32)
 
 
-@dataclass
 class AuditResult:
-    """What an audit found. ``scores``: a DataFrame (row_id, one column per method, flagged,
-    group) when the audit ran in memory without ``out_dir`` (else read ``scores.parquet``);
-    ``summary``: the dict written to ``summary.json``; ``top_flagged``: the highest-scoring
-    flagged rows with their top contributing features; ``feature_ranking``: feature ->
-    importance for the protected attribute (aux transparency report, one-hot groups
-    aggregated), highest first; ``passed``: False when a gate (fail_above /
-    max_flagged_rate) failed; ``out_dir``: where the outputs were written (or None)."""
+    """What an audit found. ``scores``: a DataFrame (row_id, one column per method, flagged;
+    in memory also group), kept when the audit ran in memory and otherwise read from
+    ``out_dir/scores.parquet`` on first access; ``summary``: the dict written to
+    ``summary.json``; ``top_flagged``: the highest-scoring flagged rows with their top
+    contributing features; ``feature_ranking``: feature -> importance for the protected
+    attribute (aux transparency report, one-hot groups aggregated), highest first;
+    ``passed``: False when a gate (fail_above / max_flagged_rate) failed; ``out_dir``: where
+    the outputs were written (or None)."""
 
-    summary: dict
-    feature_ranking: dict
-    top_flagged: pd.DataFrame
-    scores: pd.DataFrame | None = None
-    out_dir: Path | None = None
-    passed: bool = True
-    plot_scores: dict = field(default_factory=dict, repr=False)
+    def __init__(self, summary: dict, feature_ranking: dict, top_flagged: pd.DataFrame,
+                 scores: pd.DataFrame | None = None, out_dir: Path | None = None,
+                 passed: bool = True, plot_scores: dict | None = None):
+        self.summary = summary
+        self.feature_ranking = feature_ranking
+        self.top_flagged = top_flagged
+        self._scores = scores
+        self.out_dir = out_dir
+        self.passed = passed
+        self.plot_scores = {} if plot_scores is None else plot_scores
+
+    @property
+    def scores(self) -> pd.DataFrame | None:
+        if self._scores is None and self.out_dir is not None:
+            self._scores = pd.read_parquet(Path(self.out_dir) / "scores.parquet")
+        return self._scores
+
+    @scores.setter
+    def scores(self, value: pd.DataFrame | None) -> None:
+        self._scores = value
 
     @property
     def flagged_rate(self) -> float:
@@ -86,6 +98,24 @@ class AuditResult:
     @property
     def exit_code(self) -> int:
         return 0 if self.passed else 1
+
+    def __repr__(self) -> str:
+        s = self.summary
+        st = s["settings"]
+        q = s.get("aux_quality", {})
+        qual = (f"R2 {q['r2']:.3f}" if "r2" in q else
+                f"AUROC {q['auroc']:.3f}" if "auroc" in q else "?")
+        rates = ", ".join(f"{m} {v['rate_above']:.2%}" for m, v in s.get("thresholds", {}).items())
+        where = (f"out_dir: {self.out_dir}" if self.out_dir is not None else
+                 "out_dir: None (scores in memory)")
+        gate = ("no gate" if st.get("fail_above") is None and st.get("max_flagged_rate") is None
+                else "gate passed" if self.passed else "gate FAILED")
+        return (f"AuditResult({s['data']['rows']:,} rows, protected {s['data']['protected']!r}, "
+                f"methods {', '.join(st['methods'])}; aux {qual})\n"
+                f"  flagged: {s['flagged']['count']:,} ({s['flagged']['rate']:.2%}) with "
+                f"{st['primary']} > {st['threshold']:.4g}; {gate}\n"
+                f"  rows above each threshold: {rates}\n"
+                f"  {where}")
 
 
 def feature_groups(features) -> list[str]:
