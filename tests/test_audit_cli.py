@@ -55,7 +55,8 @@ def test_help_explains_every_flag(capsys):
     text = capsys.readouterr().out
     for flag in ("--model", "--data", "--protected", "--label", "--features", "--out",
                  "--methods", "--trust-pickle", "--fail-above", "--max-flagged-rate", "--aux",
-                 "--sample", "--batch-size", "--threshold", "--fd-step", "exit codes"):
+                 "--sample", "--batch-size", "--threshold", "--fd-step", "--alpha",
+                 "--null-permutations", "--fdr", "exit codes"):
         assert flag in text, flag
 
 

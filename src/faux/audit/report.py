@@ -18,7 +18,10 @@ until the aux's logit changes by 1 changes the model's probability by about 0.05
 0.2 for a change from 12% to 88% in the aux's belief). fAux+NG is the |cosine| between the
 model's gradient and the aux's gradient: 1 means the model responds to exactly the features
 that carry the protected attribute, 0 that it ignores them.</p>
-<p><b>Flagged individuals</b> score above the threshold with the first method. Each one's
+<p><b>Flagged individuals</b> score above the threshold with the first method. Unless one was
+set by hand, the threshold is calibrated: aux models trained on a randomly permuted protected
+attribute give each score's distribution by chance, and a row is flagged above its (1 - alpha)
+quantile (or by Benjamini-Hochberg), as the summary's threshold rule states. Each one's
 top features are the terms of eq. 9 (the model's gradient times the aux direction, per
 feature, in standard deviations of the feature): the features through which the protected
 attribute reaches this individual's prediction.</p>
