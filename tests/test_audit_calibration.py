@@ -148,7 +148,7 @@ def test_the_summary_and_report_state_the_rule(tmp_path):
     html = (out / "report.html").read_text()
     assert "null quantile" in html and "expected false flags" in html
     scores = pd.read_parquet(out / "scores.parquet")
-    assert (scores.flagged == (scores.faux > s["settings"]["threshold"])).all()
+    assert (scores.flagged == (scores.faux_ng > s["settings"]["threshold"])).all()
     # BH: the flagged column is the final cut, also in the file
     rc = main(["audit", "--model", str(model), "--data", str(data), "--protected", "sex",
                "--out", str(out), "--aux-epochs", "4", "--no-progress", "--fdr",
