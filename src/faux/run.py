@@ -15,7 +15,6 @@ from faux.kernels import pin as _pin_kernels
 # processes the launchers start inherit it
 _pin_kernels()
 
-import functools
 import logging
 import os
 import re
@@ -167,13 +166,22 @@ def main() -> None:
         if not report:
             raise
         del os.environ["HYDRA_FULL_ERROR"]
-        from hydra._internal.utils import run_and_report
-
-        run_and_report(functools.partial(_raise, exc))
+        hydra_report(exc)
 
 
-def _raise(exc: Exception) -> None:
-    raise exc
+def hydra_report(exc: Exception) -> None:
+    """Hydra's own report of an error (its traceback from Hydra's ``run_and_report`` on, the
+    frames Hydra trims; exit 1)."""
+    from hydra._internal.utils import run_and_report
+
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_name != "run_and_report":
+        tb = tb.tb_next
+
+    def again() -> None:
+        raise exc.with_traceback(tb or exc.__traceback__)
+
+    run_and_report(again)
 
 
 _OVERRIDE = re.compile(r"(?:Error merging override|Could not override '[^']*'.*?use \+?)"
