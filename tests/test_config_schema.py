@@ -96,3 +96,21 @@ def test_the_synthetic_group_holds_no_reading_value():
     interpolation in conf/synthetic/."""
     text = (ROOT / "conf" / "synthetic" / "default.yaml").read_text()
     assert "${reading." not in text
+
+
+def test_synth_settings_applies_the_reading_and_synthetic_options_override_it():
+    from faux.studies.readings import reading_of, synth_settings
+
+    def settings(*overrides):
+        cfg = _compose("reading=softmax", *overrides)
+        plain = {k: OmegaConf.to_container(cfg[k], resolve=True)
+                 for k in ("profile", "synthetic", "reading", "trainer")}
+        plain["paths"] = {"cache_dir": "/nonexistent", "data_dir": "/nonexistent"}
+        return synth_settings(plain, reading_of(plain)[1], ("magic", "backache"))
+
+    s = settings()
+    assert (s.options.output, s.options.ng, s.options.ig_steps) == ("prob", "feature", 50)
+    assert s.output == "prob" and s.gen_opts == {"decoding": "softmax", "tau": 0.3,
+                                                 "dxdc_at": "mid"}
+    s = settings("+synthetic.options.ng=sample", "+synthetic.options.ig_steps=8")
+    assert (s.options.ng, s.options.ig_steps) == ("sample", 8)
