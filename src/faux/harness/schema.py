@@ -84,22 +84,32 @@ class Reading:
     file cites the sentence of the paper an axis reads (``faux.studies.readings``)."""
 
     name: str = MISSING
-    decoding: str = choice("gumbel", "softmax")
-    tau: float = choice(0.3, 1.0)
-    beta: float = choice(0.2, 1.0)
-    latent_dim: Any = choice("table2", 16)
-    target: str = choice("2x64", "3x128")
+    decoding: str = choice("gumbel", "softmax")      # A.7.3 "a vector of mode probabilities"
+    tau: float = choice(0.3, 1.0)                    # Gumbel temperature (softmax ignores it)
+    beta: float = choice(0.2, 1.0)                   # CVAE KL weight (A.7.3 silent)
+    latent_dim: Any = choice("table2", 16)           # CVAE latent size ("table2": 4, magic 8)
+    target: str = choice("2x64", "3x128")            # 4.1.1 "multi-layer fully connected networks"
+    # A.7.6 threshold on the IFS; calibrated: k std of the bias-0 IFS with k set so the
+    # pair's bias-0.5 column has ``fraction`` positives (one threshold for both bias levels)
     threshold: str = choice("mean_k_std", "k_std", "top_fraction", "calibrated")
-    aux: str = choice("mlp", "disentangled")
-    ifs_output: str = choice("prob", "logit")
+    aux: str = choice("mlp", "disentangled")         # A.7.6 "perfectly disentangled auxiliary models"
+    ifs_output: str = choice("prob", "logit")        # eq. 38 on probabilities or logits
+    # where LIC-UB's derivative is taken: mixed = target gradient at the observed x times
+    # dx/dc at c = 1/2 (two points); the others are one point of c -> f_tar(x(c))
+    # (faux.methods.lic_ub.LIC_AT: mid, fd = eq. 17's finite difference, observed, path)
     lic_ub_at: str = choice("mixed", "mid", "fd", "observed", "path")
-    lic_ub_output: str = choice("target", "ifs")
-    target_output: str = choice("prob", "logit")
-    aux_output: str = choice("prob", "logit")
-    ng: str = choice("feature", "sample")
-    ig_baseline: str = choice("zeros", "mean")
+    lic_ub_output: str = choice("target", "ifs")     # LIC-UB on the gradient tests' output or the IFS's
+    target_output: str = choice("prob", "logit")     # eq. 9: target gradient of prob or logit
+    aux_output: str = choice("prob", "logit")        # eq. 9: aux gradient of prob or logit
+    ng: str = choice("feature", "sample")            # eq. 10 "l2 normalization of the gradients"
+    ig_baseline: str = choice("zeros", "mean")       # 3.4 fAux+IG: baseline not given
+    # A.7.6 "sample both an instance x and its counterfactual x'": Algorithm 2's shared prior
+    # latent, or abduction (the encoder's posterior mean of x~, decoded with 1 - c)
     counterfactual: str = choice("shared", "abduction")
+    # A.7.6 "the variance of the CFF score in the absence of any bias": one bias-0 target of
+    # the column's recipe, or pooled over targets of A.7.5's random widths and depths
     reference: str = choice("own", "pooled")
+    # the top_fraction and calibrated rules' share of positives, a number in (0, 1]
     fraction: float = field(default=0.3, metadata={"range": (0.0, 1.0)})
 
     def __post_init__(self) -> None:
