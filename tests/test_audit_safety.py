@@ -273,6 +273,9 @@ def test_coarse_fd_step_warns_once_for_a_black_box(pickled, capsys):
     (["--methods", "faux_ig"], "faux_ig"),  # a black box cannot run integrated gradients
     (["--aux", "adel"], "--label"),
     (["--out", "/proc/faux-audit-cannot-write/out"], "cannot write"),
+    (["--alpha", "0"], "--alpha"), (["--alpha", "1.5"], "--alpha"),
+    (["--alpha", "nan"], "--alpha"), (["--null-permutations", "0"], "--null-permutations"),
+    (["--fdr", "--threshold", "0.1"], "--fdr"),
 ])
 def test_other_bad_flags_are_refused_before_the_scan(files, pickled, capsys, no_scan, args,
                                                      needle):

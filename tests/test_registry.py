@@ -236,7 +236,15 @@ def test_a_registered_method_reaches_the_audit_table1_and_the_real_tables(toy, t
     assert rc == EXIT_OK, capsys.readouterr().err         # argparse took --methods toy
     summary = json.loads((out / "summary.json").read_text())
     assert summary["settings"]["primary"] == "toy"
-    assert summary["thresholds"]["toy"]["threshold"] == Toy.audit_threshold
+    # calibrated by default (its null scores); its audit_threshold is the manual rule's fixed one
+    assert (summary["thresholds"]["toy"]["threshold"]
+            == summary["calibration"]["null_quantiles"]["toy"]["0.99"])
+    rc = main(["audit", "--aux-epochs", "2", "--no-progress", "--model", str(model), "--data",
+               str(data), "--protected", "gender", "--out", str(out), "--methods", "faux",
+               "toy", "--threshold", "0.05"])
+    assert rc == EXIT_OK
+    manual = json.loads((out / "summary.json").read_text())
+    assert manual["thresholds"]["toy"]["threshold"] == Toy.audit_threshold
     scores = pd.read_parquet(out / "scores.parquet")
     assert scores["toy"].notna().all() and (scores["toy"] >= 0).all()
     # Table 1, from a tiny results frame

@@ -87,7 +87,7 @@ def test_rerun_changing_one_methods_option_recomputes_only_that_method(first_swe
     sweep, cache = tmp_path / "sweep", first_sweep / "cache"
     shutil.copytree(first_sweep / "sweep", sweep)
     before = {p.parent for p in sweep.rglob("result.json")}
-    _sweep(sweep, cache, "synthetic.options.ng=feature")
+    _sweep(sweep, cache, "+synthetic.options.ng=feature")
     new = {}
     for path in sweep.rglob("result.json"):
         if path.parent not in before:

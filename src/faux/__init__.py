@@ -1,6 +1,11 @@
-"""faux: individual-fairness testing by gradient alignment (Castiglione et al., 2022)."""
+"""faux: individual-fairness testing by gradient alignment (Castiglione et al., 2022).
+
+Importing ``faux`` loads nothing heavy: ``score``, ``audit`` and ``AuditResult`` import
+their modules (torch, the audit) when first used."""
 
 __version__ = "0.1.0"
+
+__all__ = ["AuditResult", "__version__", "audit", "score"]
 
 
 def score(method, target, aux, x, options=None, **overrides):
@@ -17,3 +22,15 @@ def audit(model, X=None, c=None, **options):
     from faux.audit.core import audit as _audit
 
     return _audit(model, X, c, **options)
+
+
+def __getattr__(name):
+    if name == "AuditResult":
+        from faux.audit.core import AuditResult
+
+        return AuditResult
+    raise AttributeError(f"module 'faux' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -24,6 +24,7 @@ import warnings
 from pathlib import Path
 
 import hydra
+from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig
 
 from faux.errors import FauxError
@@ -147,11 +148,67 @@ def main() -> None:
         sys.exit(2)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     guard.install_interrupt_handler()
+    # Hydra raises instead of printing its report, so that a composition error is one line
+    # here; any other error gets Hydra's report as before (unless the user set the variable)
+    report = "HYDRA_FULL_ERROR" not in os.environ
+    os.environ.setdefault("HYDRA_FULL_ERROR", "1")
     try:
         _hydra_main()
     except (guard.Interrupted, KeyboardInterrupt):
         print(guard.interrupt_message(), file=sys.stderr, flush=True)
         sys.exit(130)
+    except ConfigCompositionException as exc:
+        if not report:
+            raise
+        print(f"error: {composition_error(exc)}", file=sys.stderr)
+        sys.exit(2)
+    except Exception as exc:
+        if not report:
+            raise
+        del os.environ["HYDRA_FULL_ERROR"]
+        hydra_report(exc)
+
+
+def hydra_report(exc: Exception) -> None:
+    """Hydra's own report of an error (its traceback from Hydra's ``run_and_report`` on, the
+    frames Hydra trims; exit 1)."""
+    from hydra._internal.utils import run_and_report
+
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_name != "run_and_report":
+        tb = tb.tb_next
+
+    def again() -> None:
+        raise exc.with_traceback(tb or exc.__traceback__)
+
+    run_and_report(again)
+
+
+_OVERRIDE = re.compile(r"(?:Error merging override|Could not override '[^']*'.*?use \+?)"
+                       r"\s*([^\s]+=[^\s]*)", re.S)
+
+
+def composition_error(exc: ConfigCompositionException) -> str:
+    """One line for a config that fails to compose (a wrong type or an unknown key against
+    the schema, ``faux.harness.schema``; an unknown group option): the override and what it
+    breaks (``faux.harness.validate``'s words where the key has a rule)."""
+    from faux.harness import validate
+
+    text = str(exc).strip()
+    first = text.splitlines()[0]
+    cause = str(exc.__cause__).strip().splitlines()[0] if exc.__cause__ else ""
+    found = _OVERRIDE.search(text)
+    if found:
+        key, value = found.group(1).lstrip("+~").split("=", 1)
+        rule = validate.rule_for(key)
+        if rule is not None and "not in" not in cause:
+            return f"{key}={value}: {rule.expected()}"
+        hint = f"; to add it: +{key}={value}" if "is not in struct" in cause else ""
+        return f"{key}={value}: {cause or first}{hint}"
+    if "Available options" in text:
+        options = re.findall(r"^\t(\S+)$", text.split("Available options", 1)[1], re.M)
+        return f"{first}; choose one of {', '.join(options)}"
+    return f"{first} {cause}" if cause and cause != first else first
 
 
 if __name__ == "__main__":

@@ -168,3 +168,34 @@ def _classification_quality(logits: np.ndarray, t: np.ndarray, info: ProtectedIn
     chance = float(np.bincount(idx, minlength=t.shape[1]).max() / t.shape[0])
     return {"metric": "macro AUROC", "accuracy": acc,
             "auroc": float(np.mean(aucs)) if aucs else float("nan"), "chance": chance}
+
+
+
+def row_gradient_norms(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Norm of ``net``'s logit gradient at each row of ``x`` (Frobenius norm of the (k, d)
+    Jacobian for k outputs), detached."""
+    with torch.enable_grad():
+        xx = x.detach().requires_grad_(True)
+        out = net(xx).reshape(xx.shape[0], -1)
+        sq = torch.zeros(xx.shape[0], dtype=xx.dtype, device=xx.device)
+        for j in range(out.shape[1]):
+            (g,) = torch.autograd.grad(out[:, j].sum(), xx, retain_graph=j + 1 < out.shape[1])
+            sq = sq + (g**2).sum(dim=1)
+    return sq.sqrt().detach()
+
+
+class Steepened(nn.Module):
+    """``inner(x) * r(x)`` with ``r(x)`` = ``ref``'s logit-gradient norm over ``inner``'s at
+    ``x``, held constant (detached): at every row ``inner``'s gradient direction with
+    ``ref``'s steepness. A null aux, trained on a permuted protected attribute, has a logit
+    with no unit of its own; steepened to the aux's, a score that divides by the aux's
+    gradient (fAux) compares directions only, and scale-free scores are unchanged."""
+
+    def __init__(self, inner: nn.Module, ref: nn.Module):
+        super().__init__()
+        self.inner, self.ref = inner, ref
+
+    def forward(self, x):
+        r = row_gradient_norms(self.ref, x) / row_gradient_norms(self.inner, x).clamp_min(1e-12)
+        out = self.inner(x)
+        return out * (r if out.ndim == 1 else r.reshape(-1, *([1] * (out.ndim - 1))))

@@ -52,7 +52,13 @@ def _nonneg_float(v: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from faux.audit.core import FD_STEP_LOW_WARN, FD_STEP_MAX, FD_STEP_WARN
+    from faux.audit.core import (
+        ALPHA,
+        FD_STEP_LOW_WARN,
+        FD_STEP_MAX,
+        FD_STEP_WARN,
+        NULL_PERMUTATIONS,
+    )
     from faux.audit.methods import audit_methods, default_methods, thresholds_text
 
     p = argparse.ArgumentParser(prog="faux", description="faux: individual-fairness testing "
@@ -103,8 +109,21 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--trust-type", action="append", default=[], metavar="TYPE",
                    help="a type a .skops file may instantiate beyond skops' default trust list "
                    "(e.g. lightgbm.sklearn.LGBMClassifier); repeat for each type")
+    a.add_argument("--alpha", type=float, default=ALPHA, metavar="A",
+                   help="calibrated thresholds (the default rule): flag a row when its "
+                   "first-method score exceeds the (1 - A) quantile of the scores under aux "
+                   "models trained on a randomly permuted protected attribute, so that about "
+                   f"A x rows are flagged for a model that ignores it (default {ALPHA:g}; "
+                   "above 0 and below 1)")
+    a.add_argument("--null-permutations", type=int, default=NULL_PERMUTATIONS, metavar="N",
+                   help="aux models trained on a permuted protected attribute for the null "
+                   f"distribution, each scoring the --sample rows (default {NULL_PERMUTATIONS})")
+    a.add_argument("--fdr", action="store_true",
+                   help="flag by Benjamini-Hochberg over the rows at false discovery rate "
+                   "--alpha (p-values from the null scores) instead of the null quantile")
     a.add_argument("--threshold", type=_nonneg_float, default=None, metavar="DELTA",
-                   help="flag rows whose first-method score exceeds DELTA (default "
+                   help="manual threshold instead of the calibrated one: flag rows whose "
+                   "first-method score exceeds DELTA (other methods then report rows above "
                    f"{thresholds_text()}); no effect on the exit code")
     a.add_argument("--fail-above", type=_nonneg_float, default=None, metavar="DELTA",
                    help="gate: flag rows scoring above DELTA and exit 1 if any row is flagged "
@@ -156,7 +175,8 @@ def _main(argv=None) -> int:
                     protected_type=args.protected_type, fd_step=args.fd_step, seed=args.seed,
                     out_dir=args.out, trust_pickle=args.trust_pickle,
                     trusted_types=args.trust_type, force=args.force,
-                    progress=False if args.no_progress else None)
+                    progress=False if args.no_progress else None, alpha=args.alpha,
+                    null_permutations=args.null_permutations, fdr=args.fdr)
     except FauxError as err:
         print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_INPUT
@@ -171,7 +191,8 @@ def _main(argv=None) -> int:
     qual = f"R2 {q['r2']:.3f}" if "r2" in q else f"AUROC {q['auroc']:.3f}"
     print(f"audited {s['data']['rows']:,} rows in {s['seconds_total']:.1f} s; aux {qual}; "
           f"flagged {s['flagged']['count']:,} ({s['flagged']['rate']:.3%}) with "
-          f"{s['settings']['primary']} > {s['settings']['threshold']}; outputs in {res.out_dir}")
+          f"{s['settings']['primary']} > {s['settings']['threshold']:.4g} "
+          f"({s['calibration']['rule']}); outputs in {res.out_dir}")
     if q.get("warning"):
         print(f"warning: {q['warning']}", file=sys.stderr)
     if not res.passed:

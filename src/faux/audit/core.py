@@ -34,7 +34,6 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -59,25 +58,41 @@ FD_STEP_MAX = 1.0
 FD_STEP_WARN = 0.25
 FD_STEP_LOW_WARN = 1e-4
 SEED_MAX = 2**32 - 1  # numpy and Lightning take seeds in [0, 2**32)
+ALPHA = 0.01  # default false-flag rate of the calibrated thresholds
+NULL_PERMUTATIONS = 3  # default number of aux models trained on a permuted protected attribute
+RULE_MANUAL, RULE_QUANTILE, RULE_BH = "manual threshold", "null quantile", "benjamini-hochberg"
 
 
-@dataclass
 class AuditResult:
-    """What an audit found. ``scores``: a DataFrame (row_id, one column per method, flagged,
-    group) when the audit ran in memory without ``out_dir`` (else read ``scores.parquet``);
-    ``summary``: the dict written to ``summary.json``; ``top_flagged``: the highest-scoring
-    flagged rows with their top contributing features; ``feature_ranking``: feature ->
-    importance for the protected attribute (aux transparency report, one-hot groups
-    aggregated), highest first; ``passed``: False when a gate (fail_above /
-    max_flagged_rate) failed; ``out_dir``: where the outputs were written (or None)."""
+    """What an audit found. ``scores``: a DataFrame (row_id, one column per method, flagged;
+    in memory also group), kept when the audit ran in memory and otherwise read from
+    ``out_dir/scores.parquet`` on first access; ``summary``: the dict written to
+    ``summary.json``; ``top_flagged``: the highest-scoring flagged rows with their top
+    contributing features; ``feature_ranking``: feature -> importance for the protected
+    attribute (aux transparency report, one-hot groups aggregated), highest first;
+    ``passed``: False when a gate (fail_above / max_flagged_rate) failed; ``out_dir``: where
+    the outputs were written (or None)."""
 
-    summary: dict
-    feature_ranking: dict
-    top_flagged: pd.DataFrame
-    scores: pd.DataFrame | None = None
-    out_dir: Path | None = None
-    passed: bool = True
-    plot_scores: dict = field(default_factory=dict, repr=False)
+    def __init__(self, summary: dict, feature_ranking: dict, top_flagged: pd.DataFrame,
+                 scores: pd.DataFrame | None = None, out_dir: Path | None = None,
+                 passed: bool = True, plot_scores: dict | None = None):
+        self.summary = summary
+        self.feature_ranking = feature_ranking
+        self.top_flagged = top_flagged
+        self._scores = scores
+        self.out_dir = out_dir
+        self.passed = passed
+        self.plot_scores = {} if plot_scores is None else plot_scores
+
+    @property
+    def scores(self) -> pd.DataFrame | None:
+        if self._scores is None and self.out_dir is not None:
+            self._scores = pd.read_parquet(Path(self.out_dir) / "scores.parquet")
+        return self._scores
+
+    @scores.setter
+    def scores(self, value: pd.DataFrame | None) -> None:
+        self._scores = value
 
     @property
     def flagged_rate(self) -> float:
@@ -86,6 +101,24 @@ class AuditResult:
     @property
     def exit_code(self) -> int:
         return 0 if self.passed else 1
+
+    def __repr__(self) -> str:
+        s = self.summary
+        st = s["settings"]
+        q = s.get("aux_quality", {})
+        qual = (f"R2 {q['r2']:.3f}" if "r2" in q else
+                f"AUROC {q['auroc']:.3f}" if "auroc" in q else "?")
+        rates = ", ".join(f"{m} {v['rate_above']:.2%}" for m, v in s.get("thresholds", {}).items())
+        where = (f"out_dir: {self.out_dir}" if self.out_dir is not None else
+                 "out_dir: None (scores in memory)")
+        gate = ("no gate" if st.get("fail_above") is None and st.get("max_flagged_rate") is None
+                else "gate passed" if self.passed else "gate FAILED")
+        return (f"AuditResult({s['data']['rows']:,} rows, protected {s['data']['protected']!r}, "
+                f"methods {', '.join(st['methods'])}; aux {qual})\n"
+                f"  flagged: {s['flagged']['count']:,} ({s['flagged']['rate']:.2%}) with "
+                f"{st['primary']} > {st['threshold']:.4g}; {gate}\n"
+                f"  rows above each threshold: {rates}\n"
+                f"  {where}")
 
 
 def feature_groups(features) -> list[str]:
@@ -183,7 +216,7 @@ def _is_number(v) -> bool:
 
 def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, batch_size,
                     threshold, fail_above, max_flagged_rate, protected_type, fd_step, seed,
-                    has_label) -> None:
+                    has_label, alpha=0.01, null_permutations=3, fdr=False) -> None:
     """Every setting that needs no data, in one line each, before anything is read."""
     from faux.audit.aux import AUX_KINDS
 
@@ -214,6 +247,18 @@ def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, b
     if threshold is not None and fail_above is not None and threshold != fail_above:
         raise ConfigError("threshold and fail_above differ; pass one of them (fail_above is "
                           "the threshold and a gate)")
+    if (not _is_number(alpha) or not math.isfinite(alpha) or not 0 < alpha < 1):
+        raise ConfigError(f"alpha (--alpha) must be a number above 0 and below 1, got "
+                          f"{alpha!r}; the default 0.01 flags about 1% of rows of a model that "
+                          "ignores the protected attribute")
+    if not _is_int(null_permutations) or null_permutations < 1:
+        raise ConfigError(f"null_permutations (--null-permutations) must be a positive integer, "
+                          f"got {null_permutations!r}; the default is {NULL_PERMUTATIONS}")
+    if not isinstance(fdr, bool):
+        raise ConfigError(f"fdr must be True or False, got {fdr!r}")
+    if fdr and (threshold is not None or fail_above is not None):
+        raise ConfigError("--fdr applies to the calibrated thresholds; drop it, or drop "
+                          "--threshold / --fail-above (a manual threshold)")
     if protected_type not in PROTECTED_TYPES:
         raise ConfigError(f"protected_type={protected_type!r} is not one of {PROTECTED_TYPES}")
     if aux not in AUX_KINDS:
@@ -470,7 +515,8 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
           protected_type: str = "auto", fd_step: float = 0.1, seed: int = 0,
           out_dir=None, name: str | None = None, trust_pickle: bool = False,
           trusted_types=(), progress: bool | None = None, report: bool = True,
-          force: bool = False) -> AuditResult:
+          force: bool = False, alpha: float = ALPHA, null_permutations: int = NULL_PERMUTATIONS,
+          fdr: bool = False) -> AuditResult:
     """Audit ``model`` for individual unfairness with respect to a protected attribute.
 
     Data: in memory (``X`` a DataFrame or array, ``c`` the protected values or the name of a
@@ -478,8 +524,12 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
     ``protected`` its column name, optional ``label``). ``model``: a torch module returning
     logits, a fitted scikit-learn-like classifier, a function x -> probability, or a model
     file (see ``faux.audit.models``). ``methods``: scorers (default
-    ``faux.audit.methods.default_methods()``), the first one decides ``flagged`` (score >
-    threshold; ``fail_above`` is that threshold and a gate).
+    ``faux.audit.methods.default_methods()``), the first one decides ``flagged``.
+    Thresholds: by default calibrated, each method's the (1 - ``alpha``) quantile of its
+    scores under ``null_permutations`` aux models trained on a permuted protected attribute
+    (``fdr``: Benjamini-Hochberg at level ``alpha`` over the rows instead, for the first
+    method); ``threshold`` (or ``fail_above``, which is also a gate) sets the first method's
+    threshold by hand.
     ``fd_step``: black boxes' finite-difference step in standard deviations of the features,
     in (0, FD_STEP_MAX] (a warning above FD_STEP_WARN).
     Returns an ``AuditResult``; writes ``scores.parquet``, ``summary.json``, ``report.html``
@@ -499,7 +549,8 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
                           max_flagged_rate=max_flagged_rate, protected_type=protected_type,
                           fd_step=fd_step, seed=seed, out_dir=out_dir, name=name,
                           trust_pickle=trust_pickle, trusted_types=trusted_types,
-                          progress=progress, report=report, force=force)
+                          progress=progress, report=report, force=force, alpha=alpha,
+                          null_permutations=null_permutations, fdr=fdr)
         except _Interrupted:
             raise KeyboardInterrupt from None
 
@@ -507,7 +558,7 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
 def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, aux_epochs,
            aux_width, aux_depth, sample, batch_size, threshold, fail_above, max_flagged_rate,
            protected_type, fd_step, seed, out_dir, name, trust_pickle, trusted_types,
-           progress, report, force) -> AuditResult:
+           progress, report, force, alpha, null_permutations, fdr) -> AuditResult:
     from faux.audit.aux import train_aux
     from faux.audit.models import as_target, load_model
     from faux.audit.scoring import Scorer, check_methods_for
@@ -518,7 +569,8 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                     aux_depth=aux_depth, sample=sample, batch_size=batch_size,
                     threshold=threshold, fail_above=fail_above,
                     max_flagged_rate=max_flagged_rate, protected_type=protected_type,
-                    fd_step=fd_step, seed=seed, has_label=has_label)
+                    fd_step=fd_step, seed=seed, has_label=has_label, alpha=alpha,
+                    null_permutations=null_permutations, fdr=fdr)
     files = [f for f in OUTPUT_FILES if report or f != "report.html"]
     if out_dir is not None:  # before the data are opened: a bad --out fails fast
         _inspect_out(Path(os.path.abspath(out_dir)), files, force)
@@ -544,8 +596,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
     name = name or source.name
     thr = fail_above if fail_above is not None else threshold
     primary = methods[0]
-    if thr is None:
-        thr = default_threshold(primary)
+    rule = RULE_MANUAL if thr is not None else RULE_BH if fdr else RULE_QUANTILE
     out = None
     if out_dir is not None or data is not None:
         out = Path(out_dir) if out_dir is not None else _default_out(name)
@@ -578,16 +629,36 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
             scorer = Scorer(target, aux_z, sc.mean, sc.scale, methods, fd_step=fd_step,
                             batch_size=min(int(batch_size), 65_536))
             k = 1 if sc.protected.kind != "categorical" else len(sc.protected.levels)
+            null = None
+            if rule == RULE_MANUAL:
+                thresholds = {primary: thr, **{m: default_threshold(m) for m in methods[1:]}}
+            else:
+                null = _null_scores(target, aux_z, sc, z_sample, methods, aux=aux,
+                                    aux_width=aux_width, aux_depth=aux_depth,
+                                    aux_epochs=int(aux_epochs), n_perm=null_permutations,
+                                    seed=seed, fd_step=fd_step,
+                                    batch_size=min(int(batch_size), 65_536), bar=bar)
+                thresholds = {m: _null_quantile(null["scores"][m], alpha) for m in methods}
             if out is not None:
                 staging = _Staging(Path(os.path.abspath(out)), files, force)
-            thresholds = {m: default_threshold(m) for m in methods[1:]}
-            thresholds = {primary: thr, **thresholds}
             res = _score_all(source, feats, c_col, sc, scorer, methods, thresholds,
                              None if staging is None else staging.dir, bar,
-                             batch_size=int(batch_size), seed=seed, keep=data is None)
+                             batch_size=int(batch_size), seed=seed, keep=data is None,
+                             bh_null=null["scores"][primary] if rule == RULE_BH else None,
+                             alpha=alpha)
         finally:
             bar.stop()
-        n_flag, per_group, top, plot_scores, mem_scores, t_score, above = res
+        n_flag, per_group, top, plot_scores, mem_scores, t_score, above, bh = res
+        if bh is not None:  # Benjamini-Hochberg: the cut is known once every row is scored
+            thresholds[primary] = bh["threshold"]
+            n_flag, above[primary] = bh["flagged"], bh["flagged"]
+            per_group = bh["by_group"]
+            top = [t for t in top if t[0] > bh["threshold"]]
+            if mem_scores is not None:
+                mem_scores["flagged"] = mem_scores[primary].to_numpy() > bh["threshold"]
+            if staging is not None:
+                _rewrite_flagged(staging.dir / "scores.parquet", primary, bh["threshold"])
+        thr = thresholds[primary]
         top_df = _top_frame(top, scorer, feats)
         rate = n_flag / sc.n_rows
         gate_reasons = []
@@ -621,6 +692,8 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                         "rows_per_s": round(sc.n_rows / max(t_score, 1e-9), 1)},
             "aux_quality": quality,
             "flagged": {"count": int(n_flag), "rate": rate, "by_group": per_group},
+            "calibration": _calibration(rule, alpha, null_permutations, null, methods,
+                                        thresholds, sc.n_rows, n_flag, fdr),
             "thresholds": {m: {"threshold": t, "rows_above": int(above[m]),
                                "rate_above": above[m] / sc.n_rows} for m, t in thresholds.items()},
             "top_features": [{"feature": f, "importance": float(v)}
@@ -643,10 +716,16 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
 
 
 def _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar, *, batch_size,
-               seed,
-               keep):
+               seed, keep, bh_null=None, alpha=ALPHA):
+    """One pass over the data: scores, flags, counts per group, the top rows, the plot
+    sample. With ``bh_null`` (the first method's sorted null scores) the rows' p-values are
+    counted per exceedance count, the Benjamini-Hochberg cut is taken at the end and
+    ``flagged`` holds the rows with p <= alpha meanwhile (a superset)."""
     primary = methods[0]
     thr = thresholds[primary]
+    n_null = 0 if bh_null is None else len(bh_null)
+    hist = np.zeros(n_null + 1, dtype=np.int64)
+    group_hist: dict[str, np.ndarray] = {}
     above = dict.fromkeys(methods, 0)
     writer = None
     rng = np.random.default_rng(seed + 1)
@@ -663,7 +742,12 @@ def _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar, 
         for b in source.batches(feats, c_col, None, batch_size):
             s = scorer.score(b.x)
             groups = sc.protected.group_labels(b.c)
-            flagged = s[primary] > thr
+            if bh_null is not None:  # exceedances: null scores at or above each row's
+                e = n_null - np.searchsorted(bh_null, s[primary], side="left")
+                hist += np.bincount(e, minlength=n_null + 1)
+                flagged = (1 + e) / (n_null + 1) <= alpha
+            else:
+                flagged = s[primary] > thr
             for m in methods:
                 above[m] += int((s[m] > thresholds[m]).sum())
             n_flag += int(flagged.sum())
@@ -672,6 +756,9 @@ def _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar, 
                 cnt = per_group.setdefault(g, [0, 0])
                 cnt[0] += int((g_inv == j).sum())
                 cnt[1] += int(flagged[g_inv == j].sum())
+                if bh_null is not None:
+                    gh = group_hist.setdefault(g, np.zeros(n_null + 1, dtype=np.int64))
+                    gh += np.bincount(e[g_inv == j], minlength=n_null + 1)
             cand = np.flatnonzero(flagged)
             if len(cand) > N_TOP:  # only a batch's N_TOP highest can enter the top N_TOP
                 cand = cand[np.argpartition(-s[primary][cand], N_TOP)[:N_TOP]]
@@ -707,7 +794,116 @@ def _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar, 
     plot_scores = {k: np.concatenate(v) if v else np.empty(0) for k, v in plot.items()}
     scores = pd.concat(mem, ignore_index=True) if mem is not None else None
     top = sorted(heap, key=lambda t: -t[0])
-    return n_flag, by_group, top, plot_scores, scores, t_score, above
+    bh = None
+    if bh_null is not None:
+        cut = _bh_cut(hist, sc.n_rows, alpha)
+        t_bh = float(bh_null[n_null - cut - 1]) if cut >= 0 else math.inf
+        by_group = {g: {"rows": v["rows"], "flagged": int(group_hist[g][:cut + 1].sum()),
+                        "rate": int(group_hist[g][:cut + 1].sum()) / max(v["rows"], 1)}
+                    for g, v in by_group.items()}
+        bh = {"threshold": t_bh, "flagged": int(hist[:cut + 1].sum()), "by_group": by_group}
+    return n_flag, by_group, top, plot_scores, scores, t_score, above, bh
+
+
+def _bh_cut(hist: np.ndarray, n: int, alpha: float) -> int:
+    """Benjamini-Hochberg over ``n`` rows whose p-values are ``(1 + e) / (M + 1)``, ``hist[e]``
+    rows having ``e`` null scores at or above theirs: the largest ``e`` flagged, or -1."""
+    m = len(hist) - 1
+    p = (1 + np.arange(m + 1)) / (m + 1)
+    ok = np.flatnonzero(p <= alpha * np.cumsum(hist) / n)
+    return int(ok[-1]) if ok.size else -1
+
+
+def _rewrite_flagged(path: Path, primary: str, threshold: float) -> None:
+    """Set ``flagged`` of a staged scores.parquet to ``primary > threshold``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not path.exists():
+        return
+    tmp = path.with_name(path.name + ".flagged")
+    writer = None
+    try:
+        for rb in pq.ParquetFile(path).iter_batches():
+            frame = rb.to_pandas()
+            frame["flagged"] = frame[primary].to_numpy() > threshold
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+    os.replace(tmp, path)
+
+
+def _null_scores(target, aux_z, sc, z_sample, methods, *, aux, aux_width, aux_depth,
+                 aux_epochs, n_perm, seed, fd_step, batch_size, bar) -> dict:
+    """Every method's scores of the sample rows under ``n_perm`` aux models trained, as the
+    aux was, on a random permutation of the protected attribute (which breaks its link to
+    the features). A null aux's logit has no unit of its own, so at every row it is
+    steepened to the aux's gradient norm there (``Steepened``): a score that divides by the
+    aux's gradient (fAux) then compares only the direction the aux found with directions
+    noise led to; scale-free scores (fAux+NG) are unchanged."""
+    from faux.audit.aux import Steepened, train_aux
+    from faux.audit.scoring import Scorer
+
+    rng = np.random.default_rng([seed, 1])
+    pooled: dict[str, list] = {m: [] for m in methods}
+    advance = bar.start("null models", n_perm * len(sc.x))
+    for p in range(n_perm):
+        perm = rng.permutation(len(sc.c))
+        try:
+            net, _ = train_aux(z_sample, sc.c[perm], sc.protected, sc.y, kind=aux,
+                               width=aux_width, depth=aux_depth, epochs=aux_epochs,
+                               seed=(seed + 1 + p) % (SEED_MAX + 1))
+        except SystemExit:  # Lightning's trainer exits on a KeyboardInterrupt
+            raise _Interrupted from None
+        scorer = Scorer(target, Steepened(net, aux_z), sc.mean, sc.scale, methods,
+                        fd_step=fd_step, batch_size=batch_size)
+        for s in range(0, len(sc.x), batch_size):
+            out = scorer.score(sc.x[s:s + batch_size])
+            for m in methods:
+                pooled[m].append(out[m])
+            advance(len(out[methods[0]]))
+    scores = {}
+    for m, parts in pooled.items():
+        v = np.concatenate(parts)
+        scores[m] = np.sort(v[np.isfinite(v)])
+    return {"scores": scores, "rows": int(len(sc.x))}
+
+
+def _null_quantile(null: np.ndarray, alpha: float) -> float:
+    """The (1 - alpha) quantile of a method's null scores (the next null score above it)."""
+    if null.size == 0:
+        return math.inf
+    return float(np.quantile(null, 1 - alpha, method="higher"))
+
+
+def _calibration(rule, alpha, n_perm, null, methods, thresholds, n_rows, n_flag, fdr) -> dict:
+    """summary.json's statement of how the threshold was set."""
+    if null is None:
+        return {"rule": rule, "alpha": None, "null_permutations": 0, "null_quantiles": None,
+                "expected_false_flags": None,
+                "text": f"manual threshold: {methods[0]} > {thresholds[methods[0]]:g}"}
+    quant = {m: {"50%": _null_quantile(v, 0.5), "90%": _null_quantile(v, 0.1),
+                 "99%": _null_quantile(v, 0.01), f"{1 - alpha:.4g}": _null_quantile(v, alpha)}
+             for m, v in null["scores"].items()}
+    if fdr:
+        expected = alpha * n_flag
+        text = (f"Benjamini-Hochberg at false discovery rate {alpha:g} over the {n_rows:,} rows, "
+                f"p-values from {n_perm} permuted-c aux models x {null['rows']:,} rows: "
+                f"{methods[0]} > {thresholds[methods[0]]:.4g}; at most {expected:.1f} of the "
+                f"{n_flag:,} flagged rows expected false")
+    else:
+        expected = alpha * n_rows
+        text = (f"{methods[0]} above the {1 - alpha:.4g} quantile of its scores under {n_perm} "
+                f"permuted-c aux models x {null['rows']:,} rows ({thresholds[methods[0]]:.4g}); "
+                f"about {expected:.1f} of {n_rows:,} rows flagged by chance for a model that "
+                "ignores the protected attribute")
+    return {"rule": rule, "alpha": alpha, "fdr": fdr, "null_permutations": n_perm,
+            "null_rows_per_permutation": null["rows"],
+            "null_quantiles": quant, "expected_false_flags": expected, "text": text}
 
 
 def _top_frame(top, scorer, feats, n_features: int = 5) -> pd.DataFrame:

@@ -84,12 +84,23 @@ def _as_float(values: np.ndarray, name: str) -> np.ndarray:
                         "expects (e.g. one-hot columns) before auditing") from err
 
 
+def _free_name(candidates, taken) -> str:
+    """The first of ``candidates`` not in ``taken``, else the last one numbered."""
+    for name in candidates:
+        if name not in taken:
+            return name
+    i = 2
+    while f"{candidates[-1]}_{i}" in taken:
+        i += 1
+    return f"{candidates[-1]}_{i}"
+
+
 class ArraySource(Source):
     """In-memory data: a DataFrame (named columns) or a 2-D array, plus c (and y)."""
 
     def __init__(self, X, c, y=None, name: str = "data"):
         if isinstance(X, pd.DataFrame):
-            self.frame = X
+            self.frame = X.copy(deep=False)  # the caller's frame and its labels stay as they are
         else:
             arr = np.asarray(X)
             if arr.ndim != 2:
@@ -102,14 +113,14 @@ class ArraySource(Source):
                                 f"{_suggest(c, list(map(str, self.frame.columns)))}")
             self.c_name, self.c = c, self.frame[c].to_numpy()
         else:
-            self.c_name, self.c = "c", np.asarray(c).reshape(-1)
+            self.c_name, self.c = None, np.asarray(c).reshape(-1)
         if isinstance(y, str):
             if y not in self.frame.columns:
                 raise DataError(f"label column {y!r} is not in X; "
                                 f"{_suggest(y, list(map(str, self.frame.columns)))}")
             self.y_name, self.y = y, self.frame[y].to_numpy()
         else:
-            self.y_name = None if y is None else "y"
+            self.y_name = None
             self.y = None if y is None else np.asarray(y).reshape(-1)
         for what, arr in (("c", self.c), ("y", self.y)):
             if arr is not None and arr.shape[0] != n:
@@ -117,6 +128,14 @@ class ArraySource(Source):
                                 "value per row")
         self.columns = [str(col) for col in self.frame.columns]
         self.frame.columns = self.columns
+        # values passed as arrays get names no column of X has (a feature called "c" stays a
+        # feature): "c" / "y" when free, else "c_protected" / "y_label", then numbered
+        taken = set(self.columns)
+        if self.c_name is None:
+            self.c_name = _free_name(("c", "c_protected"), taken)
+        taken.add(self.c_name)
+        if self.y is not None and self.y_name is None:
+            self.y_name = _free_name(("y", "y_label"), taken)
         self.n_rows = n
         self.name = name
 

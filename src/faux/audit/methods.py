@@ -19,8 +19,10 @@ def audit_methods(differentiable: bool = True) -> tuple[str, ...]:
 
 
 def default_methods() -> tuple[str, ...]:
-    """The default method list (``audit_default``); its first method decides who is flagged."""
-    return tuple(m for m in audit_methods() if registry.get(m).audit_default)
+    """The default method list (``audit_default``), the one with ``audit_flags`` first: the
+    first method decides who is flagged."""
+    names = [m for m in audit_methods() if registry.get(m).audit_default]
+    return tuple(sorted(names, key=lambda m: not registry.get(m).audit_flags))
 
 
 def threshold(method: str) -> float:

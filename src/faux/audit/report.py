@@ -18,7 +18,10 @@ until the aux's logit changes by 1 changes the model's probability by about 0.05
 0.2 for a change from 12% to 88% in the aux's belief). fAux+NG is the |cosine| between the
 model's gradient and the aux's gradient: 1 means the model responds to exactly the features
 that carry the protected attribute, 0 that it ignores them.</p>
-<p><b>Flagged individuals</b> score above the threshold with the first method. Each one's
+<p><b>Flagged individuals</b> score above the threshold with the first method. Unless one was
+set by hand, the threshold is calibrated: aux models trained on a randomly permuted protected
+attribute give each score's distribution by chance, and a row is flagged above its (1 - alpha)
+quantile (or by Benjamini-Hochberg), as the summary's threshold rule states. Each one's
 top features are the terms of eq. 9 (the model's gradient times the aux direction, per
 feature, in standard deviations of the feature): the features through which the protected
 attribute reaches this individual's prediction.</p>
@@ -54,13 +57,16 @@ def _hist_plot(result) -> str:
     scores = result.plot_scores.get(primary, np.empty(0))
     groups = result.plot_scores.get("group", np.empty(0))
     fig, ax = plt.subplots(figsize=(7, 3.6))
+    thr = s["settings"]["threshold"]
+    thr = thr if thr is not None and np.isfinite(thr) else None
     if scores.size:
-        hi = max(float(np.quantile(scores, 0.999)), s["settings"]["threshold"] * 1.2, 1e-12)
+        hi = max(float(np.quantile(scores, 0.999)), (thr or 0) * 1.2, 1e-12)
         bins = np.linspace(0, hi, 60)
         for g in np.unique(groups):
             v = np.clip(scores[groups == g], 0, hi)
             ax.hist(v, bins=bins, alpha=0.5, density=True, label=f"{s['data']['protected']}={g}")
-        ax.axvline(s["settings"]["threshold"], color="k", ls="--", lw=1, label="threshold")
+        if thr is not None:
+            ax.axvline(thr, color="k", ls="--", lw=1, label="threshold")
         ax.set_yscale("log")
         ax.legend(fontsize=8)
     ax.set_xlabel(f"{primary} score (clipped at the 99.9% quantile)")
@@ -108,6 +114,13 @@ def write_report(result, path) -> None:
     frows = [(r.row_id, f"{r.score:.4g}", e(str(r.group)),
               ", ".join(f"{e(f)} ({c:+.3g})" for f, c in r.top_features))
              for r in result.top_flagged.itertuples()]
+    cal = s["calibration"]
+    null_rows = []
+    if cal["null_quantiles"]:
+        null_rows = [(f"null quantiles of {e(m)}",
+                      ", ".join(f"{k}: {v:.4g}" for k, v in qs.items()))
+                     for m, qs in cal["null_quantiles"].items()]
+        null_rows.append(("expected false flags", f"{cal['expected_false_flags']:.1f}"))
     sc = s["scoring"]
     mode = (f"autograd through the model ({sc['mode']})" if s["model"]["differentiable"] else
             f"black box: central finite differences, step {sc['fd_step_std']} standard "
@@ -127,7 +140,10 @@ def write_report(result, path) -> None:
                      ("features", len(s["data"]["features"])),
                      ("protected", f"{e(s['data']['protected'])} ({s['protected']['kind']})"),
                      ("methods", e(", ".join(s["settings"]["methods"]))),
-                     ("threshold", f"{s['settings']['primary']} &gt; {s['settings']['threshold']}"),
+                     ("threshold", f"{s['settings']['primary']} &gt; "
+                                   f"{s['settings']['threshold']:.4g} ({e(cal['rule'])})"),
+                     ("threshold rule", e(cal["text"])),
+                     *null_rows,
                      ("aux sample", f"{s['settings']['sample']:,} rows (80% fit, 20% held out)"),
                      ("flagged", f"{s['flagged']['count']:,} ({s['flagged']['rate']:.3%})"),
                      ("speed", f"{sc['rows_per_s']:,.0f} rows/s")]

@@ -7,6 +7,8 @@
   (Hydra callback :class:`~faux.harness.guard.SweepGuard`)
 - :mod:`~faux.harness.joblog`: a finished job's config, labels and numbers to the logger
 - :mod:`~faux.harness.validate`: the numeric override table
+- :mod:`~faux.harness.schema`: the typed schema of the profile, synthetic and reading groups
+  (Hydra structured configs)
 - :mod:`~faux.harness.cache`: the artifact cache
 - :mod:`~faux.harness.progress`: sweep progress (Hydra callback)
 - :mod:`~faux.harness.console`, :mod:`~faux.harness.provenance`: summaries and table

@@ -143,7 +143,6 @@ RULES: dict[str, Rule] = {
     "reading.fraction": Rule("float", 0, 1, lo_open=True),
     # conf/synthetic/*.yaml
     "synthetic.threshold_k": WEIGHT,
-    "synthetic.generator_options.tau": RATE,
     "synthetic.options.ig_steps": COUNT,
     # conf/model/**.yaml: every model (target, aux, fair: MLPSpec / AdelSpec)
     "model.*.width": COUNT,
@@ -228,8 +227,14 @@ def _walk(node, parts: list[str], prefix: str):
 
 
 def problems(plain: dict) -> list[str]:
-    """Every ``<key>=<value>: expected ...`` of ``plain`` (a resolved config), in table order."""
-    out = []
+    """Every ``<key>=<value>: expected ...`` of ``plain`` (a resolved config), in table order,
+    after every key the schema of its group lacks (``faux.harness.schema``: one added with
+    ``+``, which composition lets through)."""
+    from faux.harness.schema import SCHEMAS, unknown_keys
+
+    out = [f"{key}: not a key of the {key.split('.')[0]} schema "
+           f"(faux.harness.schema.{SCHEMAS[key.split('.')[0]].__name__})"
+           for key in unknown_keys(plain)]
     for pattern, rule in RULES.items():
         for key, value in _walk(plain, pattern.split("."), ""):
             if not rule.ok(value):

@@ -180,6 +180,7 @@ class FAuxNGMethod(Gradient):
     # the per-feature reading divides by spreads over the rows scored together, so an
     # audited row's score would depend on its batch: per-row unit vectors instead
     audit_threshold, audit_default, audit_options = 0.5, True, {"ng": "sample"}
+    audit_flags = True
     black_box = "gradient_cosine"
 
 

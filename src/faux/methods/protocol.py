@@ -123,6 +123,9 @@ class Base:
     audit_threshold: ClassVar[float | None] = None
     #: in the audit's default method list
     audit_default: ClassVar[bool] = False
+    #: first in the audit's default list, so its flags are the audit's verdict: the test whose
+    #: calibrated null (aux models on permuted c) separates a planted proxy (docs/audit.md)
+    audit_flags: ClassVar[bool] = False
     #: ScoreOptions fields the audit sets for this test
     audit_options: ClassVar[dict] = {}
     #: how the audit scores a black box (model calls only): "pinv_directions" (eq. 9 by

@@ -58,18 +58,19 @@ def accelerator(cfg: dict) -> str:
     return instantiate(cfg["trainer"]).accelerator
 
 
-def column_settings(cfg: dict, sizes: dict | None = None) -> ColumnSettings:
-    """``profile.synth`` (or ``sizes``), ``synthetic.*`` and the paths of a synthetic study."""
+def column_settings(cfg: dict, sizes: dict | None = None, **reading) -> ColumnSettings:
+    """``profile.synth`` (or ``sizes``), ``synthetic.*`` and the paths of a synthetic study;
+    ``reading``: the fields the reading sets (``faux.studies.readings.synth_settings``, the
+    one place a reading is applied: CVAE decoding, IFS output, scorer options, ...)."""
     from faux.studies.column import ColumnSettings
 
     p, st = cfg["profile"], cfg["synthetic"]
-    return ColumnSettings(
+    own = dict(
         sizes=dict(sizes if sizes is not None else p["synth"]),
         gen_study=dict(st.get("generators") or {}), gen_profile=dict(p.get("generators") or {}),
-        gen_opts=dict(st["generator_options"]), threshold_k=float(st["threshold_k"]),
-        output=st["output"], options=ScoreOptions.of(st["options"]),
         cache_dir=cfg["paths"]["cache_dir"], data_dir=cfg["paths"]["data_dir"],
         accelerator=accelerator(cfg), aux_trainer=str(st.get("aux_trainer", "single")))
+    return ColumnSettings(**{**own, **reading})
 
 
 def synthetic_params(target_output: str, lic_ub: dict, own: dict | None = None) -> dict:

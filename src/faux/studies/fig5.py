@@ -89,12 +89,11 @@ class Settings:
         arch = architectures(draw, seed, g["width_range"], g["depth_range"])
         model = cfg["model"]
         rname, r = reading_of(cfg)
+        synth = synth_settings(cfg, r, (xc, xy), sizes=cfg["profile"]["fig5"]["synth"])
         return cls(cfg["pair"], Column(xc, xy, float(cfg["bias"]), str(cfg["fusion"])), draw,
                    seed, arch, _spec(model["target"], arch["target_width"], arch["target_depth"]),
                    _spec(model["aux"], arch["aux_width"], arch["aux_depth"]),
-                   method_config(cfg, cfg["synthetic"]["options"]),
-                   synth_settings(cfg, r, (xc, xy), sizes=cfg["profile"]["fig5"]["synth"]),
-                   rname, r["threshold"])
+                   method_config(cfg, synth.options), synth, rname, r["threshold"])
 
 
 def target_grad_norm(target: torch.nn.Module, x: torch.Tensor, output: str) -> np.ndarray:

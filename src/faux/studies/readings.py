@@ -22,8 +22,10 @@ from dataclasses import dataclass
 import torch
 
 from faux.errors import ConfigError
+from faux.harness.schema import READING_CHOICES, READING_NUMERIC, Reading
 from faux.methods import registry
 from faux.methods.builtin import FAuxMethod
+from faux.methods.options import ScoreOptions
 from faux.methods.protocol import MethodConfig, TrainData
 from faux.metrics.ranking import auroc, average_precision, top_fraction_labels
 from faux.models.mlp import MLPSpec
@@ -40,65 +42,34 @@ from faux.studies.resources import Phases
 
 JOB = "readings_cell"
 
-#: axis -> allowed values (the first is the project's earlier default); conf/reading/*.yaml
-#: cite the sentence of the paper each axis reads
-AXES: dict[str, tuple] = {
-    "decoding": ("gumbel", "softmax"),       # A.7.3 "a vector of mode probabilities"
-    "tau": (0.3, 1.0),                       # Gumbel temperature (softmax ignores it)
-    "beta": (0.2, 1.0),                      # CVAE KL weight (A.7.3 silent)
-    "latent_dim": ("table2", 16),            # CVAE latent size ("table2": 4, magic 8)
-    "target": ("2x64", "3x128"),             # 4.1.1 "multi-layer fully connected networks"
-    # A.7.6 threshold on the IFS; calibrated: k std of the bias-0 IFS with k set so the
-    # pair's bias-0.5 column has ``fraction`` positives (one threshold for both bias levels)
-    "threshold": ("mean_k_std", "k_std", "top_fraction", "calibrated"),
-    "aux": ("mlp", "disentangled"),          # A.7.6 "perfectly disentangled auxiliary models"
-    "ifs_output": ("prob", "logit"),         # eq. 38 on probabilities or logits
-    # where LIC-UB's derivative is taken: mixed = target gradient at the observed x times
-    # dx/dc at c = 1/2 (two points); the others are one point of c -> f_tar(x(c))
-    # (faux.methods.lic_ub.LIC_AT: mid, fd = eq. 17's finite difference, observed, path)
-    "lic_ub_at": ("mixed", "mid", "fd", "observed", "path"),
-    "lic_ub_output": ("target", "ifs"),      # LIC-UB on the gradient tests' output or the IFS's
-    "target_output": ("prob", "logit"),      # eq. 9: target gradient of prob or logit
-    "aux_output": ("prob", "logit"),         # eq. 9: aux gradient of prob or logit
-    "ng": ("feature", "sample"),             # eq. 10 "l2 normalization of the gradients"
-    "ig_baseline": ("zeros", "mean"),        # 3.4 fAux+IG: baseline not given
-    # A.7.6 "sample both an instance x and its counterfactual x'": Algorithm 2's shared prior
-    # latent, or abduction (the encoder's posterior mean of x~, decoded with 1 - c)
-    "counterfactual": ("shared", "abduction"),
-    # A.7.6 "the variance of the CFF score in the absence of any bias": one bias-0 target of
-    # the column's recipe, or pooled over targets of A.7.5's random widths and depths
-    "reference": ("own", "pooled"),
-}
-K_STD = 3.0                 # k of the threshold rules
-TOP_FRACTION = 0.3          # the top fraction of the top_fraction rule, unless the reading sets one
+#: axis -> allowed values (the first is the project's earlier default): the choices of
+#: the schema's reading fields (faux.harness.schema.Reading); conf/reading/*.yaml cite the
+#: sentence of the paper each axis reads
+AXES: dict[str, tuple] = READING_CHOICES
 #: numeric reading fields with their default and open-closed range (lo, hi]
-NUMERIC: dict[str, tuple[float, float, float]] = {"fraction": (TOP_FRACTION, 0.0, 1.0)}
+NUMERIC: dict[str, tuple[float, float, float]] = READING_NUMERIC
+K_STD = 3.0                 # k of the threshold rules
+TOP_FRACTION = NUMERIC["fraction"][0]   # the top_fraction rule's share, unless the reading sets one
 TARGET_ARCH = {"2x64": (64, 2), "3x128": (128, 3)}
 #: the tests of the study (faux.methods.registry.READINGS_METHODS)
 METHODS = registry.READINGS_METHODS
 
 
 def check_reading(reading: dict, name: str = "reading") -> dict:
-    """The reading's axis values, every axis present and every value among its choices;
-    otherwise a ConfigError naming the choices."""
-    r = {k: v for k, v in dict(reading).items() if k not in ("name", "cites")}
+    """The reading's axis values, checked by the schema (:class:`faux.harness.schema.Reading`):
+    every axis present and every value among its choices; otherwise a ConfigError naming the
+    choices."""
+    r = {k: v for k, v in dict(reading).items() if k != "name"}
     unknown = sorted(set(r) - set(AXES) - set(NUMERIC))
     if unknown:
         raise ConfigError(f"{name}: unknown axis {unknown[0]!r}; axes: "
                           f"{', '.join([*AXES, *NUMERIC])}")
-    for key, (default, lo, hi) in NUMERIC.items():
-        v = r.setdefault(key, default)
-        if isinstance(v, bool) or not isinstance(v, int | float) or not lo < float(v) <= hi:
-            raise ConfigError(f"{name}: {key}={v!r} must be a number in ({lo}, {hi}]")
-        r[key] = float(v)
-    for axis, choices in AXES.items():
-        if axis not in r:
-            raise ConfigError(f"{name}: axis {axis!r} has no value; choose one of "
-                              f"{', '.join(map(str, choices))}")
-        if r[axis] not in choices:
-            raise ConfigError(f"{name}: {axis}={r[axis]!r} is not one of "
-                              f"{', '.join(map(str, choices))}")
-    return r
+    try:
+        checked = Reading(name=name.removeprefix("reading "), **r)
+    except ConfigError as exc:
+        raise ConfigError(f"{name}: {str(exc).split(': ', 1)[1]}") from None
+    return {**{k: getattr(checked, k) for k in (*r, *AXES)},
+            **{k: float(getattr(checked, k)) for k in NUMERIC}}
 
 
 def generator_settings(r: dict, names) -> tuple[dict, dict]:
@@ -126,21 +97,21 @@ def reading_of(cfg: dict) -> tuple[str, dict]:
 def synth_settings(cfg: dict, r: dict, names, sizes: dict | None = None) -> ColumnSettings:
     """How a synthetic study builds a column under reading ``r`` (datasets ``names``): the
     study's settings with the reading's CVAE overrides, decoding, IFS output and scorer
-    options (``sizes``: the study's own row counts, as ``column_settings``)."""
-    import dataclasses
-
+    options (``sizes``: the study's own row counts, as ``column_settings``). The one place a
+    reading is applied; ``synthetic.options`` overrides the scorer options it sets."""
     from faux.studies.config import column_settings
 
-    base = column_settings(cfg, sizes=sizes)
     gen_cfgs, gen_opts = generator_settings(r, names)
-    study = {n: {**(base.gen_study.get(n) or {}), **gen_cfgs.get(n, {})}
-             for n in set(base.gen_study) | set(gen_cfgs)}
-    options = base.options.replace(output=r["target_output"], aux_output=r["aux_output"],
-                                   ng=r["ng"], ig_baseline=r["ig_baseline"])
-    return dataclasses.replace(base, gen_study=study, gen_opts=gen_opts, threshold_k=K_STD,
-                               output=r["ifs_output"], options=options,
-                               top_fraction=r["fraction"], lic_ub=lic_ub_params(r),
-                               counterfactual=r["counterfactual"], reference=r["reference"])
+    st = cfg["synthetic"]
+    own = st.get("generators") or {}
+    study = {n: {**(own.get(n) or {}), **gen_cfgs.get(n, {})} for n in set(own) | set(gen_cfgs)}
+    options = ScoreOptions.of({"output": r["target_output"], "aux_output": r["aux_output"],
+                               "ng": r["ng"], "ig_baseline": r["ig_baseline"],
+                               **(st.get("options") or {})})
+    return column_settings(cfg, sizes=sizes, gen_study=study, gen_opts=gen_opts, threshold_k=K_STD,
+                           output=r["ifs_output"], options=options,
+                           top_fraction=r["fraction"], lic_ub=lic_ub_params(r),
+                           counterfactual=r["counterfactual"], reference=r["reference"])
 
 
 def lic_ub_params(r: dict) -> dict:

@@ -1,0 +1,174 @@
+"""The typed schema of the ``profile``, ``synthetic`` and ``reading`` groups.
+
+Dataclasses stored in Hydra's ConfigStore (:func:`register`, group ``schema``) and named
+first in conf/config.yaml's defaults list (``schema/<group>@<group>``), so every option of
+those groups is merged onto its schema: a value of the wrong type (``profile.max_epochs=abc``)
+or a key the schema lacks (``synthetic.bogus=1``) fails at composition, one line from
+``python -m faux.run`` (exit 2). The values themselves are written in conf/; the schema only
+holds a default where a group's files leave a key out.
+
+A reading's allowed values are the ``choices`` of its fields (:data:`Reading`); OmegaConf
+checks the types at composition and :meth:`Reading.__post_init__` the choices
+(``faux.studies.readings.check_reading``). Loaded without torch; Hydra only in
+:func:`register`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from faux.errors import ConfigError
+
+MISSING = "???"        # omegaconf.MISSING: a value every option of the group must set
+
+
+@dataclass
+class SynthSizes:
+    n_train: int = MISSING
+    n_val: int = MISSING
+    n_test: int = MISSING
+
+
+@dataclass
+class Fig5Profile:
+    pairs: str = MISSING
+    draws: int = MISSING
+    synth: SynthSizes = MISSING
+
+
+@dataclass
+class Fig11Profile:
+    runs: int = MISSING
+    quality_rows: int | None = None
+
+
+@dataclass
+class Profile:
+    """conf/profile/*.yaml. ``real`` varies by profile (the quick profile's Adel settings):
+    its numbers are checked by ``faux.harness.validate`` before a run."""
+
+    name: str = MISSING
+    max_epochs: int = MISSING
+    patience: int | None = MISSING
+    runs: int = MISSING
+    gan_steps: int = MISSING
+    synth: SynthSizes = MISSING
+    real: dict[str, Any] = MISSING
+    generators: dict[str, Any] = field(default_factory=dict)
+    fig5: Fig5Profile = MISSING
+    fig11: Fig11Profile = MISSING
+
+
+@dataclass
+class Synthetic:
+    """conf/synthetic/*.yaml: the reading-independent settings of the synthetic studies (what
+    the reading changes is applied by ``faux.studies.readings.synth_settings``)."""
+
+    threshold_k: float = MISSING
+    options: dict[str, Any] = MISSING
+    generators: dict[str, Any] = MISSING
+    unfair_map: dict[str, Any] = MISSING
+    aux_trainer: str = MISSING
+
+
+def choice(*values) -> Any:
+    """A reading axis: its allowed values (the first is the project's earlier default)."""
+    return field(default=MISSING, metadata={"choices": values})
+
+
+@dataclass
+class Reading:
+    """conf/reading/*.yaml: one value per ambiguous choice of the synthetic benchmark; each
+    file cites the sentence of the paper an axis reads (``faux.studies.readings``)."""
+
+    name: str = MISSING
+    decoding: str = choice("gumbel", "softmax")      # A.7.3 "a vector of mode probabilities"
+    tau: float = choice(0.3, 1.0)                    # Gumbel temperature (softmax ignores it)
+    beta: float = choice(0.2, 1.0)                   # CVAE KL weight (A.7.3 silent)
+    latent_dim: Any = choice("table2", 16)           # CVAE latent size ("table2": 4, magic 8)
+    target: str = choice("2x64", "3x128")            # 4.1.1 "multi-layer fully connected networks"
+    # A.7.6 threshold on the IFS; calibrated: k std of the bias-0 IFS with k set so the
+    # pair's bias-0.5 column has ``fraction`` positives (one threshold for both bias levels)
+    threshold: str = choice("mean_k_std", "k_std", "top_fraction", "calibrated")
+    aux: str = choice("mlp", "disentangled")         # A.7.6 "perfectly disentangled auxiliary models"
+    ifs_output: str = choice("prob", "logit")        # eq. 38 on probabilities or logits
+    # where LIC-UB's derivative is taken: mixed = target gradient at the observed x times
+    # dx/dc at c = 1/2 (two points); the others are one point of c -> f_tar(x(c))
+    # (faux.methods.lic_ub.LIC_AT: mid, fd = eq. 17's finite difference, observed, path)
+    lic_ub_at: str = choice("mixed", "mid", "fd", "observed", "path")
+    lic_ub_output: str = choice("target", "ifs")     # LIC-UB on the gradient tests' output or the IFS's
+    target_output: str = choice("prob", "logit")     # eq. 9: target gradient of prob or logit
+    aux_output: str = choice("prob", "logit")        # eq. 9: aux gradient of prob or logit
+    ng: str = choice("feature", "sample")            # eq. 10 "l2 normalization of the gradients"
+    ig_baseline: str = choice("zeros", "mean")       # 3.4 fAux+IG: baseline not given
+    # A.7.6 "sample both an instance x and its counterfactual x'": Algorithm 2's shared prior
+    # latent, or abduction (the encoder's posterior mean of x~, decoded with 1 - c)
+    counterfactual: str = choice("shared", "abduction")
+    # A.7.6 "the variance of the CFF score in the absence of any bias": one bias-0 target of
+    # the column's recipe, or pooled over targets of A.7.5's random widths and depths
+    reference: str = choice("own", "pooled")
+    # the top_fraction and calibrated rules' share of positives, a number in (0, 1]
+    fraction: float = field(default=0.3, metadata={"range": (0.0, 1.0)})
+
+    def __post_init__(self) -> None:
+        label = f"reading {self.name}"
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if "choices" in f.metadata:
+                if v == MISSING:
+                    raise ConfigError(f"{label}: axis {f.name!r} has no value; choose one of "
+                                      f"{', '.join(map(str, f.metadata['choices']))}")
+                if isinstance(v, bool) or v not in f.metadata["choices"]:
+                    raise ConfigError(f"{label}: {f.name}={v!r} is not one of "
+                                      f"{', '.join(map(str, f.metadata['choices']))}")
+            elif "range" in f.metadata:
+                lo, hi = f.metadata["range"]
+                if (isinstance(v, bool) or not isinstance(v, int | float)
+                        or not lo < float(v) <= hi):
+                    raise ConfigError(f"{label}: {f.name}={v!r} must be a number in "
+                                      f"({lo}, {hi}]")
+
+
+#: reading axis -> its allowed values
+READING_CHOICES: dict[str, tuple] = {f.name: f.metadata["choices"]
+                                     for f in dataclasses.fields(Reading)
+                                     if "choices" in f.metadata}
+#: numeric reading fields -> (default, lo, hi): a number in (lo, hi]
+READING_NUMERIC: dict[str, tuple[float, float, float]] = {
+    f.name: (f.default, *f.metadata["range"]) for f in dataclasses.fields(Reading)
+    if "range" in f.metadata}
+
+#: group -> its schema (stored as ``schema/<group>``)
+SCHEMAS = {"profile": Profile, "synthetic": Synthetic, "reading": Reading}
+
+
+def register() -> None:
+    """Store every schema in Hydra's ConfigStore (idempotent)."""
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    for group, node in SCHEMAS.items():
+        cs.store(group="schema", name=group, node=node)
+
+
+def unknown_keys(plain: dict) -> list[str]:
+    """The dotted keys of ``plain``'s schema groups that their schema lacks: what composition
+    refuses, except a key added with ``+`` (Hydra lifts the schema's key check for those)."""
+    import typing
+
+    out: list[str] = []
+
+    def walk(node: dict, cls: type, prefix: str) -> None:
+        hints = typing.get_type_hints(cls)
+        for key, value in node.items():
+            if key not in hints:
+                out.append(f"{prefix}.{key}")
+            elif dataclasses.is_dataclass(hints[key]) and isinstance(value, dict):
+                walk(value, hints[key], f"{prefix}.{key}")
+
+    for group, cls in SCHEMAS.items():
+        if isinstance(plain.get(group), dict):
+            walk(plain[group], cls, group)
+    return out
