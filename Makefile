@@ -104,7 +104,7 @@ wandb-sync: install ## upload offline W&B runs (needs network and `wandb login`)
 	@find outputs -type d -name 'offline-run-*' -print0 | xargs -0 -r $(VENV)/bin/wandb sync
 
 fig8: install ## Figure 8: IFS histograms by bias (outputs/figures/fig8.png, outputs/results/fig8.csv)
-	$(PY) -m faux.run experiment=fig8 profile=$(PROFILE)
+	$(PY) -m faux.run experiment=fig8 profile=$(PROFILE) logger=$(LOGGER) $(ARGS)
 
 clean: ## remove outputs (runs, results, figures, cache); never the data root
 	rm -rf outputs/* .pytest_cache

@@ -72,6 +72,24 @@ def test_real_data_tables_come_from_the_one_real_sweep():
     assert all("outputs/real/multiruns/" in x for x in aggregates)
 
 
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+def test_make_fig8_passes_the_logger_and_extra_overrides():
+    r = subprocess.run(["make", "-n", "fig8", "LOGGER=wandb", "ARGS=seed=3", "PY=python"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    run = [x for x in r.stdout.splitlines() if "-m faux.run" in x]
+    assert len(run) == 1 and {"experiment=fig8", "logger=wandb", "seed=3"} <= set(run[0].split())
+
+
+def test_aggregate_help_is_a_users_help():
+    r = subprocess.run([sys.executable, "-m", "faux.aggregate", "--help"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0
+    for needle in ("example:", "--table table1", "exit codes", "outputs/results", "W&B"):
+        assert needle in r.stdout
+    assert "``" not in r.stdout                 # no module docstring internals
+
+
 def test_the_synthetic_benchmark_choices_are_the_synthetic_group():
     """conf/synthetic/ (the former `study` group, a name the package faux.studies also has):
     its keys are read as synthetic.*, and study.* overrides are refused."""

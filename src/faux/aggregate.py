@@ -53,12 +53,27 @@ def all_missing(report, sweep) -> list[tuple[str, str]]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m faux.aggregate", description=__doc__)
-    ap.add_argument("sweep_dir", type=Path, nargs="+", help="multirun folder(s)")
-    ap.add_argument("--table", required=True, choices=sorted(BUILDERS))
-    ap.add_argument("--results-dir", type=Path, default=Path("outputs/results"))
-    ap.add_argument("--figures-dir", type=Path, default=Path("outputs/figures"))
-    ap.add_argument("--wandb", action="store_true", help="also log the table/figure to W&B")
+    ap = argparse.ArgumentParser(
+        prog="python -m faux.aggregate",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Turn a finished (or partly finished) sweep into a table or figure: reads "
+                    "every job's result.json under the sweep folder(s), checks each against "
+                    "its job's own config, and writes the table beside the paper's values.",
+        epilog="example:\n  python -m faux.aggregate outputs/table1/multiruns/quick --table table1\n"
+               "  (the make targets run this after their sweep: make table1, make fig5, ...)\n\n"
+               "exit codes: 0 every cell of the grid present; 1 the table was written but "
+               "cells are missing or failed\n(each named with its log); 2 bad arguments or "
+               "no readable sweep.")
+    ap.add_argument("sweep_dir", type=Path, nargs="+",
+                    help="multirun folder(s), e.g. outputs/<study>/multiruns/<profile>")
+    ap.add_argument("--table", required=True, choices=sorted(BUILDERS),
+                    help="which table or figure to build from the sweep")
+    ap.add_argument("--results-dir", type=Path, default=Path("outputs/results"),
+                    help="where the .csv/.md/.tex tables go (default: outputs/results)")
+    ap.add_argument("--figures-dir", type=Path, default=Path("outputs/figures"),
+                    help="where the .png figures go (default: outputs/figures)")
+    ap.add_argument("--wandb", action="store_true",
+                    help="also log the table/figure to W&B (offline unless WANDB_MODE says otherwise)")
     args = ap.parse_args(argv)
     try:
         sweep = read_sweeps(args.sweep_dir)
