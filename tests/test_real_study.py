@@ -380,7 +380,7 @@ def test_sweep_on_adult_with_ssl_absent_and_builders(tmp_path, data_dir):
     assert set(f.method) >= set(METHODS) and set(f.dataset) == {"adult"}
     assert f.auroc.between(0, 1).all()
     assert (fig_dir / "fig4_adult.png").stat().st_size > 10_000
-    # issue 14's fairness check ran in the job and landed in result.json, then in the reports
+    # the fairness check ran in the job and landed in result.json, then in the reports
     fc = adult["metrics"]["fairness_check"]
     for part in ("unfair", "fair", "aux"):
         assert 0 <= fc[part]["probe_auroc"] <= 1 and 0 <= fc[part]["accuracy"] <= 1
@@ -391,7 +391,7 @@ def test_sweep_on_adult_with_ssl_absent_and_builders(tmp_path, data_dir):
     assert models.fair_swap.item() == pytest.approx(
         fc["fair"]["proxy_swap_mean_abs_dprob"], abs=1e-4)
     assert models.fair_pass.item() == fc["pass"]
-    assert "fair model vs issue 14's check" in (res_dir / "fig4.md").read_text()
+    assert "fair model vs the fairness check" in (res_dir / "fig4.md").read_text()
 
     build_table3(s, res_dir, fig_dir)
     t3 = pd.read_csv(res_dir / "table3.csv")

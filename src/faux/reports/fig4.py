@@ -2,7 +2,7 @@
 
 ``build_fig4``: ``fig4.csv`` (one row per dataset and method: medians of both models'
 scores, the AUROC of telling the unfair model's scores from the fair model's, mean ± std
-over seeds), ``fig4.md``, ``real_models.{csv,md}`` (issue 14's fairness check of both
+over seeds), ``fig4.md``, ``real_models.{csv,md}`` (the fairness check of both
 targets and the aux: probe AUROC, proxy-swap |Δp|, parity gap, accuracy, and the fair
 model's pass/fail against the targets; the adversaries and the GANs) and
 ``figures/fig4_<dataset>.png``.
@@ -94,7 +94,7 @@ def check_line(check: dict) -> str:
 def fail_mark(check: dict) -> str | None:
     """The flag of a fair model that fails the check (or has none); None when it passes."""
     if not check.get("checked"):
-        return "fair model NOT CHECKED (jobs without issue 14's fairness check)"
+        return "fair model NOT CHECKED (jobs without the fairness check)"
     if check.get("fair_pass"):
         return None
     return f"fair model FAILS the check: {check['fair_fails']}"
@@ -260,7 +260,7 @@ def _flags_md(models: pd.DataFrame) -> str:
                           "fair_fails": r.fair_fails})
         if mark is not None:
             lines.append(f"- **{DATASET_LABELS.get(r.dataset, r.dataset)}: {mark}** "
-                         f"(on the means over {r.n_seeds} seed(s); issue 14's targets: probe "
+                         f"(on the means over {r.n_seeds} seed(s); the check's targets: probe "
                          f"AUROC ≤ 0.60, swap ≤ half the unfair model's, accuracy within 2 "
                          f"points). Its column compares the tests on a model that is not "
                          f"shown to be fair.\n")
@@ -278,7 +278,7 @@ def _fig4_md(frame: pd.DataFrame, models: pd.DataFrame) -> str:
         cells = dataset_cells(frame, ds, method, lambda r: (
             f"{fmt(r.auroc, r.auroc_std)} ({r.median_unfair:.3g} / {r.median_fair:.3g})"))
         out.append(f"| {registry.label(method)} | " + " | ".join(cells) + " |\n")
-    out.append("| *fair model vs issue 14's check* | "
+    out.append("| *fair model vs the fairness check* | "
                + " | ".join(_verdict_cell(_row(models, d)) for d in ds) + " |\n")
     flags = _flags_md(models)
     if flags:

@@ -182,7 +182,7 @@ def _table1_md(frame: pd.DataFrame) -> str:
 
 
 def _claims_md(frame: pd.DataFrame) -> str:
-    """The reading the cells ran under and the paper's claims C1-C5 (issue 13) they hold."""
+    """The reading the cells ran under and the paper's claims C1-C5 (docs/readings.md) they hold."""
     from faux.reports.readings import CLAIMS, claims
 
     ap: dict = {}

@@ -1,4 +1,4 @@
-"""The readings study (issue 13): which reading of the paper's synthetic benchmark
+"""The readings study: which reading of the paper's synthetic benchmark
 reproduces its Table 1. One job = one named reading (``conf/reading/<name>.yaml``) on one
 Table 1 column, scoring every test that needs no GAN (FTA, FTA + lin. aux, fAux, fAux+NG,
 fAux+IG, LIC-UB) over the profile's runs.

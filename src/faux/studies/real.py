@@ -314,7 +314,7 @@ class Trained:
     fitted: dict            # method name -> the fitted fairness test
     facts: dict
     timings: dict
-    check: dict             # issue 14's fairness check: unfair, fair, aux, verdict
+    check: dict             # the fairness check: unfair, fair, aux, verdict
 
 
 def train_models(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSettings,
