@@ -27,6 +27,9 @@ from pathlib import Path
 
 from faux.harness import provenance as P
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import docs_claims as C  # noqa: E402  (scripts/docs_claims.py, beside this file)
+
 MAX_BYTES = 200_000
 MAX_WIDTH = 1000
 #: results may be written up to this long after (aggregation) or before (fig8 writes its csv,
@@ -243,7 +246,7 @@ def build_study(study: Study, outputs: Path, results: Path, figures: Path, out: 
             images.append(src.name)
     (out / f"{study.name}.md").write_text(snippet(study, prov, results, images))
     return {"study": study.name, "command": prov.command, "profile": prov.profile,
-            "images": images}
+            "images": images, "prov": prov}
 
 
 _MADE_BY = re.compile(r"^Made by `(?P<command>[^`]*)` \(profile `(?P<profile>[^`]*)`", re.M)
@@ -266,8 +269,133 @@ def index(out: Path) -> Path:
     return path
 
 
-FRONT_BEGIN, FRONT_END = "<!-- make docs: front -->", "<!-- /make docs: front -->"
+# --------------------------------------------------------------------------- claims
+CLAIMS_FILE = "claims.json"
+
+
+def _sweep_dirs(source: str, outputs: Path) -> list[Path]:
+    out = []
+    for s in filter(None, (x.strip() for x in source.split(","))):
+        p = Path(s)
+        for cand in (p, outputs.parent / p, outputs / p):
+            if cand.is_dir():
+                out.append(cand)
+                break
+    return out
+
+
+def measured_time(source: str, outputs: Path) -> dict | None:
+    """The time the results' jobs took, from their ``result.json``: ``job_s`` (the sum of
+    ``timings.wall_s``), ``n_jobs`` and, when every job records ``started``/``finished``,
+    ``span_s`` (first start to last finish: wall clock with the sweep's parallel jobs)."""
+    jobs = [r for d in _sweep_dirs(source, outputs) for _, r in _jobs(d)
+            if r.get("status") == "ok"]
+    walls = [float((r.get("timings") or {}).get("wall_s") or 0.0) for r in jobs]
+    if not jobs or not any(walls):
+        return None
+    out = {"job_s": round(sum(walls), 1), "n_jobs": len(jobs), "span_s": None}
+    marks = [(m.get("started"), m.get("finished")) for m in (r.get("metrics") or {} for r in jobs)]
+    if all(isinstance(a, (int, float)) and isinstance(b, (int, float)) for a, b in marks):
+        out["span_s"] = round(max(b for _, b in marks) - min(a for a, _ in marks), 1)
+    return out
+
+
+def study_claims(study: Study, results: Path, out: Path) -> tuple[list[dict], str, str | None]:
+    """(claims, the file they were read from, why none could be read)."""
+    md = results / f"{study.name}.md"
+    snippet_path = md if md.is_file() else out / f"{study.name}.md"
+    text = snippet_path.read_text() if snippet_path.is_file() else ""
+    source = str(results / C.CSV[study.name]) if study.name in C.CSV else str(snippet_path)
+    try:
+        return C.CLAIMS_OF[study.name](results, text), source, None
+    except Exception as exc:      # results of an older layout: the study's row says so
+        return [], source, f"{type(exc).__name__}: {exc}"
+
+
+def entry(study: Study, claims: list[dict], source: str, error: str | None, command: str,
+          profile: str, time: dict | None) -> dict:
+    return {"title": study.title, "short": C.SHORT[study.name], "paper": C.PAPER[study.name],
+            "status": C.status(claims) if claims else "unknown", "claims": claims,
+            "command": command, "profile": profile, "time": time, "source": source,
+            "error": error, "section": f"{study.name}.md"}
+
+
+def update_claims(built: dict, outputs: Path, results: Path, out: Path) -> dict:
+    """``out/claims.json``: every study built now from its results; a real-data study not
+    built now from its committed snippet in ``out``; any other study as it was."""
+    path = out / CLAIMS_FILE
+    old = json.loads(path.read_text()).get("studies", {}) if path.is_file() else {}
+    studies = {}
+    for s in STUDIES:
+        if s.name in built:
+            prov = built[s.name]
+            claims, source, err = study_claims(s, results, out)
+            studies[s.name] = entry(s, claims, source, err, prov.command, prov.profile,
+                                    measured_time(prov.source, outputs))
+        elif s.name in C.FROM_SNIPPET and (out / f"{s.name}.md").is_file():
+            snip = out / f"{s.name}.md"
+            m = _MADE_BY.search(snip.read_text())
+            claims, _, err = study_claims(s, out, out)
+            prev = old.get(s.name) or {}
+            studies[s.name] = entry(s, claims, str(snip), err, m["command"] if m else "?",
+                                    m["profile"] if m else "?", prev.get("time"))
+        elif s.name in old:
+            studies[s.name] = old[s.name]
+    data = {"generated_by": "make docs (scripts/make_docs.py)", "studies": studies}
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    return data
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def time_cell(time: dict | None) -> str:
+    if not time:
+        return "not recorded (its jobs are not in outputs/)"
+    out = f"{_minutes(time['job_s'])} over {time['n_jobs']} job(s)"
+    if time.get("span_s"):
+        out += f", {_minutes(time['span_s'])} wall"
+    return out
+
+
+def claims_cell(e: dict) -> str:
+    if not e["claims"]:
+        return f"**unknown**: no claims read ({e.get('error') or 'none stated'})"
+    n = sum(c["held"] for c in e["claims"])
+    parts = [f"{c['id']} {'✓' if c['held'] else '✗'} {c['ours']}" for c in e["claims"]]
+    return f"**{e['status']}** ({n}/{len(e['claims'])}): " + "; ".join(parts)
+
+
+def status_table(data: dict, rel: str) -> str:
+    """The README's "Reproduction status" table, from ``claims.json`` (``rel``: the figures
+    folder relative to the README)."""
+    lines = ["| | the paper | ours (✓ holds, ✗ does not) | profile: command | measured time |",
+             "|---|---|---|---|---|"]
+    for s in STUDIES:
+        e = data["studies"].get(s.name)
+        if e is None:
+            continue
+        cells = [f"[{e['short']}]({rel}/{e['section']})", e["paper"], claims_cell(e),
+                 f"`{e['profile']}`: `{e['command']}`", time_cell(e.get("time"))]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+STATUS_BEGIN, STATUS_END = "<!-- make docs: status -->", "<!-- /make docs: status -->"
+FRONT_BEGIN, FRONT_END = "<!-- make docs: results -->", "<!-- /make docs: results -->"
 _IMAGE = re.compile(r"^!\[[^\]]*\]\((?P<src>[^)]+)\)", re.M)
+
+
+def status_block(data: dict, rel: str) -> str:
+    return (f"{STATUS_BEGIN}\n<!-- generated by `make docs` from {rel}/{CLAIMS_FILE}; do not "
+            f"edit between these markers -->\n{status_table(data, rel)}\n"
+            f"*held*: every claim of the row holds; *partly*: some do; *not held*: none. Each "
+            f"row's claims are computed from its results ({rel}/{CLAIMS_FILE}, "
+            f"`scripts/docs_claims.py` states the thresholds); the time is the sum of the "
+            f"jobs' measured `wall_s` (jobs that found their models cached take less). The "
+            f"`quick` profile runs smaller data and fewer seeds than the paper "
+            f"([docs/reproduce.md](docs/reproduce.md)).\n{STATUS_END}")
 
 
 def _first_table(text: str) -> str:
@@ -284,68 +412,71 @@ def _first_table(text: str) -> str:
     return ((caption + "\n\n") if caption else "") + "\n".join(lines[start:end]) + "\n"
 
 
-_CLAIM = re.compile(r"^- (?P<k>C\d) (?P<held>holds|does not hold) \((?P<n>\d+/\d+)\)", re.M)
-_RATE = re.compile(r"^\| Synthetic-\d \| (?P<rate>[0-9.]+)(?P<over> \*\*over the cap\*\*)?", re.M)
+def claims_sentence(e: dict | None) -> str:
+    """``C1 not held 2/8 columns, ...`` from a study's claims.json entry."""
+    if not e or not e["claims"]:
+        return ""
+    return ("Claims: " + ", ".join(f"{c['id']} {'held' if c['held'] else 'not held'} "
+                                   f"{c['ours']}" for c in e["claims"]) + ".")
 
 
-def table1_status(text: str) -> str:
-    """The claims line of Table 1's snippet (each of C1-C5: held or not, with its count) and
-    its positive rates against the paper's caps: what the front page says before any number."""
-    claims = [(m["k"], m["held"] == "holds", m["n"]) for m in _CLAIM.finditer(text)]
-    rates = [(float(m["rate"]), bool(m["over"])) for m in _RATE.finditer(text)]
-    parts = []
-    if claims:
-        held = sum(h for _, h, _ in claims)
-        parts.append(f"The paper's claims held: {held} of {len(claims)} ("
-                     + ", ".join(f"{k} {'held' if h else 'not held'} {n}" for k, h, n in claims)
-                     + "; the claims: docs/readings.md).")
-    if rates:
-        lo, hi = min(r for r, _ in rates), max(r for r, _ in rates)
-        over = sum(o for _, o in rates)
-        span = f"{lo:.2f}" if abs(hi - lo) < 5e-3 else f"{lo:.2f}–{hi:.2f}"
-        parts.append(f"Positive rate {span} on the {len(rates)} columns"
-                     + (f", over the paper's cap on {over}" if over else
-                        ", within the caps the paper's lowest APs allow") + ".")
-    return " ".join(parts) or "(no claims line in the snippet)"
+def fig4_findings(e: dict | None) -> str:
+    """A sentence per dataset where the fair model passes the fairness check yet fAux+NG
+    scores it above the unfair model (AUROC < 0.5)."""
+    out = []
+    for c in (e or {}).get("claims", []):
+        f = c.get("facts") or {}
+        if f.get("fair_check") == "pass" and f.get("auroc") is not None and f["auroc"] < 0.5:
+            out.append(f"**On {c['id']} the fair model passes the fairness check that no test "
+                       f"uses, yet {C.PLOTTED} scores it above the unfair model** (AUROC "
+                       f"{f['auroc']:.3f}; below 0.5 the fair model scores higher).")
+    return " ".join(out)
 
 
-def front_block(out: Path, rel: str) -> str | None:
-    """Table 1 and Fig. 4 from their snippets in ``out``, for the README's opening (image
-    paths relative to the README: ``rel``); None until both snippets exist."""
+def front_block(out: Path, rel: str, data: dict | None = None) -> str | None:
+    """Table 1 and Fig. 4 from their snippets in ``out`` and their claims, for the README's
+    results section (image paths relative to the README: ``rel``); None until both exist."""
     t1, f4 = out / "table1.md", out / "fig4.md"
     if not (t1.is_file() and f4.is_file()):
         return None
+    studies = (data or {}).get("studies", {})
     t1_text, f4_text = t1.read_text(), f4.read_text()
     m1, m4 = _MADE_BY.search(t1_text), _MADE_BY.search(f4_text)
     images = " ".join(f"![Fig. 4: {Path(m['src']).stem}]({rel}/{m['src']})"
                       for m in _IMAGE.finditer(f4_text))
-    return (f"{FRONT_BEGIN}\n<!-- generated by `make docs` from docs/figures/table1.md and "
-            f"fig4.md; do not edit between these markers -->\n"
+    f4_claims = claims_sentence(studies.get("fig4"))
+    return (f"{FRONT_BEGIN}\n<!-- generated by `make docs` from {rel}/table1.md, fig4.md and "
+            f"{CLAIMS_FILE}; do not edit between these markers -->\n"
             f"**Table 1** (`{m1['command']}`, profile `{m1['profile']}`). "
-            f"{table1_status(t1_text)}\n\n"
+            f"{claims_sentence(studies.get('table1'))}\n\n"
             f"{_first_table(t1_text)}\n"
             f"**Fig. 4** (`{m4['command']}`, profile `{m4['profile']}`): scores of the unfair and "
-            f"the fair model per test; what holds and what does not: "
-            f"[docs/results_real.md](docs/results_real.md).\n\n{images}\n\n"
-            f"All results beside the paper's numbers: [docs/results.md](docs/results.md); every "
-            f"table and figure with its command: [{rel}/README.md]({rel}/README.md).\n"
+            f"the fair model per test. {f4_claims} {fig4_findings(studies.get('fig4'))} Why: "
+            f"[docs/numbers.md](docs/numbers.md).\n\n{images}\n\n"
+            f"Every table and figure with its command: [{rel}/README.md]({rel}/README.md).\n"
             f"{FRONT_END}")
 
 
-def update_readme(readme: Path, out: Path) -> bool:
-    """Replace the README's block between the front markers; False when it has none (or
-    Table 1 / Fig. 4 are not built yet)."""
+def _replace(text: str, begin: str, end: str, block: str | None) -> str:
+    a, b = text.find(begin), text.find(end)
+    if block is None or a < 0 or b < a:
+        return text
+    return text[:a] + block + text[b + len(end):]
+
+
+def update_readme(readme: Path, out: Path, data: dict | None = None) -> bool:
+    """Replace the README's status block and its results block (between their markers);
+    False when it has neither (or they cannot be built yet)."""
     if not readme.is_file():
         return False
     text = readme.read_text()
-    a, b = text.find(FRONT_BEGIN), text.find(FRONT_END)
-    if a < 0 or b < a:
-        return False
     rel = os.path.relpath(out.resolve(), readme.parent.resolve())
-    block = front_block(out, rel)
-    if block is None:
+    new = _replace(text, FRONT_BEGIN, FRONT_END, front_block(out, rel, data))
+    if data is not None:
+        new = _replace(new, STATUS_BEGIN, STATUS_END, status_block(data, rel))
+    if new == text and FRONT_BEGIN not in text and STATUS_BEGIN not in text:
         return False
-    readme.write_text(text[:a] + block + text[b + len(FRONT_END):])
+    readme.write_text(new)
     return True
 
 
@@ -377,9 +508,11 @@ def main(argv=None) -> int:
     except DocsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    data = update_claims({s.name: e["prov"] for s, e in zip(studies, entries)},
+                         args.outputs, results, args.out)
     index(args.out)
-    if update_readme(args.readme, args.out):
-        print(f"{args.readme}: Table 1 and Fig. 4 block updated")
+    if update_readme(args.readme, args.out, data):
+        print(f"{args.readme}: status table and results block updated")
     for e in entries:
         print(f"{e['study']}: {e['command']} -> {args.out / (e['study'] + '.md')}"
               + (f" + {len(e['images'])} png" if e["images"] else ""))

@@ -108,7 +108,7 @@ class RealSettings:
     variants: dict = field(default_factory=dict)        # name -> {method: ..., **options}
     report_options: dict = field(default_factory=dict)  # faux_report options
     # extra Table 3 reports: name -> {method: <a report method>, **report options overriding
-    # report_options}, e.g. fAux+IG from the mean baseline (docs/results_real.md, Table 3)
+    # report_options}, e.g. fAux+IG from the mean baseline (docs/notebook/results_real.md, Table 3)
     report_variants: dict = field(default_factory=dict)
     unfair_map: dict = field(default_factory=dict)      # UnfairMap(**...)
     fta_lin: dict = field(default_factory=dict)         # FTALin(**...)

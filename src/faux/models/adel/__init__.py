@@ -32,7 +32,7 @@ Objective and schedule (:class:`AdelModule`, manual optimisation, two Adam optim
   early stopping follows the label loss.
 
 Every parameter, with its default: :class:`AdelSpec`. How the recipe was arrived at, with
-measurements: docs/notebook/adel_notes.md and docs/decisions_fair.md.
+measurements: docs/notebook/adel_notes.md and docs/notebook/decisions_fair.md.
 """
 
 from faux.models.adel.module import (
