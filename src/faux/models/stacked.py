@@ -37,7 +37,7 @@ bench/aux_stack.py's data: 1-2 of 10 members 2e-4 - 8e-3 apart in weights). The 
 loss that drives early stopping is summed in another order than Lightning's (equal to ~1e-7),
 so a stop could differ only at a near-tie. The exact kernels cost speed: ``bench/aux_stack.py``
 gave 4.39 with them against 5.24 for the batched head and fused Adam (separate runs on the
-loaded 2-core machine; docs/results.md).
+loaded 2-core machine; docs/notebook/results.md).
 """
 
 from __future__ import annotations
