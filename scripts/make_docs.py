@@ -413,11 +413,16 @@ def _first_table(text: str) -> str:
 
 
 def claims_sentence(e: dict | None) -> str:
-    """``C1 not held 2/8 columns, ...`` from a study's claims.json entry."""
+    """``Claims: C1: not held (2/8 columns); ...`` from a study's claims.json entry."""
     if not e or not e["claims"]:
         return ""
-    return ("Claims: " + ", ".join(f"{c['id']} {'held' if c['held'] else 'not held'} "
-                                   f"{c['ours']}" for c in e["claims"]) + ".")
+    return ("Claims: " + "; ".join(f"{claim_phrase(c)} ({c['ours']})" for c in e["claims"])
+            + ".")
+
+
+def claim_phrase(c: dict) -> str:
+    """``C1: not held``: how the README names a claim outside the status table."""
+    return f"{c['id']}: {'held' if c['held'] else 'not held'}"
 
 
 def fig4_findings(e: dict | None) -> str:

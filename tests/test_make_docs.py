@@ -164,16 +164,15 @@ def test_provenance_written_by_aggregation_wins(make_docs, outputs, tmp_path):
     assert prov.command == "make table1 PROFILE=quick ARGS=seed=3"
 
 
-def test_readme_front_block_between_markers(make_docs, outputs, tmp_path):
+def test_readme_status_and_results_blocks_between_markers(make_docs, outputs, tmp_path):
     res = outputs / "results"
     (res / "table1.md").write_text("Table 1: AP, ours / paper.\n| method | S1 |\n|---|---|\n"
-                                   "| fAux | 0.9 / 0.3 |\n\n"
-                                   "- C1 does not hold (6/8): LIC-UB\n- C2 holds (8/8): NG\n\n"
-                                   "| column | positive rate | paper's cap | IFS threshold |\n"
-                                   "|---|---|---|---|\n| Synthetic-1 | 0.300 | ≤ 0.50 | 1 |\n"
-                                   "| Synthetic-2 | 0.700 **over the cap** | ≤ 0.50 | 1 |\n"
-                                   "\nTop-30% AP:\n\n| method | S1 |\n")
-    (res / "fig4.md").write_text("| dataset | AUROC |\n|---|---|\n| adult | 0.7 |\n")
+                                   "| fAux | 0.9 / 0.3 |\n\nTop-30% AP:\n\n| method | S1 |\n")
+    (res / "table1.csv").write_text("column,method,ap_mean\n" + "".join(
+        f"Synthetic-{i},lic_ub,0.95\n" for i in range(1, 9)))       # C1 holds, C2-C5 do not
+    (res / "fig4.md").write_text(
+        "| method | Adult |\n|---|---|\n| FlipTest | 0.6 ± 0.1 (1 / 1) |\n"
+        "| fAux+NG | 0.2 ± 0.1 (1 / 2) |\n| *fair model vs the fairness check* | pass (5/5) |\n")
     (res / "real_models.md").write_text("models\n")
     _png(outputs / "figures" / "fig4_adult.png", 300, 200, noise=False)
     _job(outputs / "real/multiruns/quick/0", "quick", ["data=adult", "experiment=real",
@@ -182,25 +181,51 @@ def test_readme_front_block_between_markers(make_docs, outputs, tmp_path):
         {"hydra": {"overrides": {"task": ["experiment=real", "profile=quick", "logger=csv"]}}}))
     readme = tmp_path / "repo" / "README.md"
     readme.parent.mkdir()
-    readme.write_text(f"# faux\n\n{make_docs.FRONT_BEGIN}\nold\n{make_docs.FRONT_END}\n\nrest\n")
+    readme.write_text(f"# faux\n\n{make_docs.STATUS_BEGIN}\nold\n{make_docs.STATUS_END}\n\n"
+                      f"mid\n\n{make_docs.FRONT_BEGIN}\nold\n{make_docs.FRONT_END}\n\nrest\n")
     docs = tmp_path / "repo" / "docs" / "figures"
     args = ["--outputs", str(outputs), "--out", str(docs), "--only", "table1,fig4",
             "--readme", str(readme)]
     assert make_docs.main(args) == 0
     text = readme.read_text()
-    assert text.startswith("# faux\n\n<!-- make docs: front -->") and text.endswith("\nrest\n")
-    assert "\nold\n" not in text and "| fAux | 0.9 / 0.3 |" in text and "Top-30%" not in text
-    assert "Table 1: AP, ours / paper." in text
-    assert "reproduced" not in text
-    assert ("The paper's claims held: 1 of 2 (C1 not held 6/8, C2 held 8/8" in text
-            and "Positive rate 0.30–0.70 on the 2 columns, over the paper's cap on 1." in text)
+    assert text.startswith(f"# faux\n\n{make_docs.STATUS_BEGIN}") and text.endswith("\nrest\n")
+    assert "\nold\n" not in text and "\nmid\n" in text
+    # the status table: one row per study built, its claims, command and measured time
+    data = json.loads((docs / "claims.json").read_text())
+    assert set(data["studies"]) == {"table1", "fig4"}
+    t1 = data["studies"]["table1"]
+    assert [c["held"] for c in t1["claims"]] == [True, False, False, False, False]
+    assert t1["status"] == "partly" and t1["time"] == {"job_s": 2.0, "n_jobs": 2, "span_s": None}
+    assert "| [Table 1](docs/figures/table1.md) |" in text
+    assert "**partly** (1/5): C1 ✓ 8/8 columns; C2 ✗ 0/8 columns" in text
+    assert "| 2 s over 2 job(s) |" in text
+    assert "| [Fig. 4/10](docs/figures/fig4.md) |" in text and "**not held** (0/1)" in text
+    # the results block: Table 1's first table, its claims, Fig. 4 and the reversal finding
+    assert "| fAux | 0.9 / 0.3 |" in text and "Top-30%" not in text
+    assert "Claims: C1: held (8/8 columns); C2: not held (0/8 columns)" in text
+    assert "**On Adult the fair model passes" in text and "AUROC 0.200" in text
     assert "(docs/figures/fig4_adult.png)" in text and "`make fig4 PROFILE=quick`" in text
+    assert "reproduced" not in text
     assert (docs / "fig4_adult.png").is_file()
     assert make_docs.main(args) == 0 and readme.read_text() == text     # idempotent
     plain = tmp_path / "plain.md"
     plain.write_text("no markers\n")
     assert make_docs.main(args[:-1] + [str(plain)]) == 0
     assert plain.read_text() == "no markers\n"
+
+
+def test_real_data_rows_come_from_the_committed_snippet(make_docs, outputs, tmp_path):
+    """Without the real-data study's results, its rows are read from docs/figures/fig4.md."""
+    docs = tmp_path / "docs" / "figures"
+    docs.mkdir(parents=True)
+    (docs / "fig4.md").write_text(
+        "Made by `make fig4 PROFILE=paper` (profile `paper`, 1 job(s) in `x`).\n\n"
+        "| method | Bank |\n|---|---|\n| FTA | 0.4 ± 0 (1 / 1) |\n| fAux+NG | 0.7 ± 0 (1 / 1) |\n")
+    assert make_docs.main(["--outputs", str(outputs), "--out", str(docs), "--only", "fig11",
+                           "--readme", str(tmp_path / "R.md")]) == 0
+    fig4 = json.loads((docs / "claims.json").read_text())["studies"]["fig4"]
+    assert fig4["status"] == "held" and fig4["profile"] == "paper" and fig4["time"] is None
+    assert fig4["command"] == "make fig4 PROFILE=paper"
 
 
 def test_single_run_with_extra_overrides_names_its_python_command(make_docs, outputs):
