@@ -11,6 +11,12 @@ Every snippet names the command and profile that made it, read from the job resu
 present, else the sweep (or run) under ``outputs/<task>/`` whose last job finished last
 before the results were written (a guess when several sweeps of a study exist).
 A study without results fails the whole run with one line naming it and its make target.
+
+It also writes ``docs/figures/claims.json``: per study, the paper's claims it checks, held or
+not, with the numbers (``scripts/docs_claims.py``), the command, profile and the measured job
+time; a real-data study (fig4, table3, table4) that is not built in this run is read from its
+committed snippet. From that file it rewrites the README's "Reproduction status" table and
+its results block (Table 1, Fig. 4 and what Fig. 4 shows), each between its markers.
 """
 
 from __future__ import annotations
