@@ -13,7 +13,7 @@ before the results were written (a guess when several sweeps of a study exist).
 A study without results fails the whole run with one line naming it and its make target.
 
 It also writes ``docs/figures/claims.json``: per study, the paper's claims it checks, held or
-not, with the numbers (``scripts/docs_claims.py``), the command, profile and the measured job
+not, with the numbers (``scripts/docslib/claims.py``), the command, profile and the measured job
 time; a real-data study (fig4, table3, table4) that is not built in this run is read from its
 committed snippet. From that file it rewrites the README's "Reproduction status" table and
 its results block (Table 1, Fig. 4 and what Fig. 4 shows), each between its markers.
@@ -34,7 +34,7 @@ from pathlib import Path
 from faux.harness import provenance as P
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import docs_claims as C  # noqa: E402  (scripts/docs_claims.py, beside this file)
+from docslib import claims as C  # noqa: E402  (scripts/docslib/claims.py)
 
 MAX_BYTES = 200_000
 MAX_WIDTH = 1000
@@ -399,7 +399,7 @@ def status_block(data: dict, rel: str) -> str:
             f"edit between these markers -->\n{status_table(data, rel)}\n"
             f"*held*: every claim of the row holds; *partly*: some do; *not held*: none. Each "
             f"row's claims are computed from its results ({rel}/{CLAIMS_FILE}, "
-            f"`scripts/docs_claims.py` states the thresholds); the time is the sum of the "
+            f"`scripts/docslib/claims.py` states the thresholds); the time is the sum of the "
             f"jobs' measured `wall_s` (jobs that found their models cached take less). The "
             f"`quick` profile runs smaller data and fewer seeds than the paper "
             f"([docs/reproduce.md](docs/reproduce.md)).\n{STATUS_END}")

@@ -1,0 +1,1 @@
+"""Helpers of scripts/make_docs.py (``make docs``)."""
