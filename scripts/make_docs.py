@@ -322,7 +322,7 @@ def study_claims(study: Study, results: Path, out: Path) -> tuple[list[dict], st
 def entry(study: Study, claims: list[dict], source: str, error: str | None, command: str,
           profile: str, time: dict | None) -> dict:
     return {"title": study.title, "short": C.SHORT[study.name], "paper": C.PAPER[study.name],
-            "status": C.status(claims) if claims else "unknown", "claims": claims,
+            "status": C.status(claims), "claims": claims,
             "command": command, "profile": profile, "time": time, "source": source,
             "error": error, "section": f"{study.name}.md"}
 

@@ -55,6 +55,7 @@ def test_status_words(md):
     c = [{"held": True}, {"held": False}]
     assert md.C.status(c) == "partly"
     assert md.C.status(c[:1]) == "held" and md.C.status(c[1:]) == "not held"
+    assert md.C.status([]) == "unknown"
 
 
 def test_table1_claims_from_the_mean_ap(md, tmp_path):

@@ -226,6 +226,10 @@ def test_real_data_rows_come_from_the_committed_snippet(make_docs, outputs, tmp_
     fig4 = json.loads((docs / "claims.json").read_text())["studies"]["fig4"]
     assert fig4["status"] == "held" and fig4["profile"] == "paper" and fig4["time"] is None
     assert fig4["command"] == "make fig4 PROFILE=paper"
+    # results the claims cannot be read from (no fig11.csv): a row that says so, not a crash
+    fig11 = json.loads((docs / "claims.json").read_text())["studies"]["fig11"]
+    assert fig11["status"] == "unknown" and "fig11.csv" in fig11["error"]
+    assert "**unknown**: no claims read (FileNotFoundError" in make_docs.claims_cell(fig11)
 
 
 def test_single_run_with_extra_overrides_names_its_python_command(make_docs, outputs):

@@ -15,14 +15,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-HELD, PARTLY, NOT_HELD = "held", "partly", "not held"
+HELD, PARTLY, NOT_HELD, UNKNOWN = "held", "partly", "not held", "unknown"
 _NUM = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
 def status(claims: list[dict]) -> str:
-    """``held`` when every claim holds, ``not held`` when none does, else ``partly``."""
+    """``held`` when every claim holds, ``not held`` when none does, else ``partly``;
+    ``unknown`` without claims (results the claims could not be read from)."""
+    if not claims:
+        return UNKNOWN
     n = sum(bool(c["held"]) for c in claims)
-    return HELD if claims and n == len(claims) else NOT_HELD if n == 0 else PARTLY
+    return HELD if n == len(claims) else NOT_HELD if n == 0 else PARTLY
 
 
 def _claim(cid: str, text: str, held: bool, ours: str) -> dict:
