@@ -34,7 +34,7 @@ export OMP_NUM_THREADS ?= 1
 PYTEST_WORKERS ?= 2
 export PYTHONWARNINGS ?= ignore::DeprecationWarning
 
-.PHONY: help python-check install test test-full lint bench clean fig8 table1 real fig4 table3 table4 fig5 fig11 readings readings-axes all wandb-sync
+.PHONY: help python-check install check-wheels test test-full lint bench clean fig8 table1 real fig4 table3 table4 fig5 fig11 readings readings-axes all wandb-sync
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-12s %s\n", $$1, $$2}'
@@ -59,6 +59,28 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $(STAMP)
 
 install: $(STAMP) ## create .venv with PYTHON and install faux[dev] at the versions of constraints.txt (no-op when done)
+
+# Python versions whose wheels check-wheels looks for (the supported ones other than CI's 3.11)
+WHEEL_PYTHONS ?= 3.12 3.13
+WHEEL_PLATFORMS := manylinux_2_28_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64
+PIP_TARGET = --no-deps --python-version $$v $(addprefix --platform ,$(WHEEL_PLATFORMS))
+
+check-wheels: ## needs PyPI: does each constraints.txt line publish a wheel for WHEEL_PYTHONS? (~320 MB per version into a temp folder, deleted after; torch by metadata only)
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; status=0; \
+	for v in $(WHEEL_PYTHONS); do \
+	  wheels=0; sdists=""; \
+	  for req in $$(grep -Ev '^(#|$$)' constraints.txt); do \
+	    if [ "$${req%%==*}" = torch ]; then \
+	      $(PYTHON) -m pip install -q --dry-run --ignore-installed --only-binary=:all: $(PIP_TARGET) \
+	        --target "$$tmp/t" --report "$$tmp/torch.json" "$$req" 2>/dev/null; \
+	    else \
+	      $(PYTHON) -m pip download -q --only-binary=:all: $(PIP_TARGET) -d "$$tmp/$$v" "$$req" >/dev/null 2>&1; \
+	    fi && wheels=$$((wheels + 1)) && continue; \
+	    if $(PYTHON) -m pip download -q --no-binary=:all: $(PIP_TARGET) -d "$$tmp/$$v" "$$req" >/dev/null 2>&1; \
+	    then sdists="$$sdists $$req"; else echo "Python $$v: no wheel and no sdist for $$req"; status=1; fi; \
+	  done; \
+	  echo "Python $$v: $$wheels with a wheel; sdist only:$${sdists:- none}"; rm -rf "$$tmp/$$v"; \
+	done; exit $$status
 
 test: install ## run the fast test suite (pytest -m "not slow", PYTEST_WORKERS processes)
 	$(PY) -m pytest -m "not slow" -q -n $(PYTEST_WORKERS) --dist loadfile
