@@ -2,7 +2,11 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
+# The interpreter that creates .venv: the machine's python3, or PYTHON=python3.12 (PYTHON_SYS=
+# is the older name of the same setting). Checked against the supported versions before use.
 PYTHON_SYS ?= python3
+PYTHON     ?= $(PYTHON_SYS)
+PY_SUPPORTED := 3.11 3.12 3.13
 VENV       := .venv
 PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.installed
@@ -30,19 +34,53 @@ export OMP_NUM_THREADS ?= 1
 PYTEST_WORKERS ?= 2
 export PYTHONWARNINGS ?= ignore::DeprecationWarning
 
-.PHONY: help install test test-full lint bench clean fig8 table1 real fig4 table3 table4 fig5 fig11 readings readings-axes all wandb-sync
+.PHONY: help python-check install check-wheels test test-full lint bench clean fig8 table1 real fig4 table3 table4 fig5 fig11 readings readings-axes all wandb-sync
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-12s %s\n", $$1, $$2}'
 	@echo "  (PROFILE=quick|paper for the table/figure targets, LAUNCHER=<name> for a sweep's launcher;"
 	@echo "   data root: $(FAUX_DATA_DIR))"
 
-$(STAMP): pyproject.toml
-	@test -x $(PY) || $(PYTHON_SYS) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+# "<major.minor> <path>" of $(PYTHON), empty when it does not run
+PY_FOUND = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2], sys.executable)' 2>/dev/null)
+# expands to nothing for a supported $(PYTHON); otherwise stops make with one line
+PY_CHECK = $(if $(filter $(PY_SUPPORTED),$(firstword $(PY_FOUND))),,$(error faux needs Python \
+  $(firstword $(PY_SUPPORTED))-$(lastword $(PY_SUPPORTED)); found $(if $(PY_FOUND),$(firstword \
+  $(PY_FOUND)) at $(wordlist 2,99,$(PY_FOUND)),no Python at '$(PYTHON)'); pass \
+  PYTHON=python$(lastword $(PY_SUPPORTED)) or another supported interpreter))
+
+python-check: ## check that PYTHON (default: python3) is a supported Python (3.11-3.13)
+	$(PY_CHECK)@echo "Python $(firstword $(PY_FOUND)) at $(wordlist 2,99,$(PY_FOUND)): supported ($(PY_SUPPORTED))"
+
+# the check runs only when .venv is to be created: an existing .venv keeps its interpreter
+$(STAMP): pyproject.toml constraints.txt
+	$(if $(wildcard $(PY)),,$(PY_CHECK))@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	@touch $(STAMP)
 
-install: $(STAMP) ## create .venv and install faux with its pinned dependencies (no-op when done)
+install: $(STAMP) ## create .venv with PYTHON and install faux[dev] at the versions of constraints.txt (no-op when done)
+
+# Python versions whose wheels check-wheels looks for (the supported ones other than CI's 3.11)
+WHEEL_PYTHONS ?= 3.12 3.13
+WHEEL_PLATFORMS := manylinux_2_28_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64
+PIP_TARGET = --no-deps --python-version $$v $(addprefix --platform ,$(WHEEL_PLATFORMS))
+
+check-wheels: ## needs PyPI: does each constraints.txt line publish a wheel for WHEEL_PYTHONS? (~320 MB per version into a temp folder, deleted after; torch by metadata only)
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; status=0; \
+	for v in $(WHEEL_PYTHONS); do \
+	  wheels=0; sdists=""; \
+	  for req in $$(grep -Ev '^(#|$$)' constraints.txt); do \
+	    if [ "$${req%%==*}" = torch ]; then \
+	      $(PYTHON) -m pip install -q --dry-run --ignore-installed --only-binary=:all: $(PIP_TARGET) \
+	        --target "$$tmp/t" --report "$$tmp/torch.json" "$$req" 2>/dev/null; \
+	    else \
+	      $(PYTHON) -m pip download -q --only-binary=:all: $(PIP_TARGET) -d "$$tmp/$$v" "$$req" >/dev/null 2>&1; \
+	    fi && wheels=$$((wheels + 1)) && continue; \
+	    if $(PYTHON) -m pip download -q --no-binary=:all: $(PIP_TARGET) -d "$$tmp/$$v" "$$req" >/dev/null 2>&1; \
+	    then sdists="$$sdists $$req"; else echo "Python $$v: no wheel and no sdist for $$req"; status=1; fi; \
+	  done; \
+	  echo "Python $$v: $$wheels with a wheel; sdist only:$${sdists:- none}"; rm -rf "$$tmp/$$v"; \
+	done; exit $$status
 
 test: install ## run the fast test suite (pytest -m "not slow", PYTEST_WORKERS processes)
 	$(PY) -m pytest -m "not slow" -q -n $(PYTEST_WORKERS) --dist loadfile
