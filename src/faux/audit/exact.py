@@ -8,7 +8,7 @@ Converted (``convert``), anything else stays a black box:
   any other ``LinearClassifierMixin`` with ``predict_proba`` (the check below decides);
   the twin returns the logit ``x @ coef_ + intercept_``;
 - single-output linear regressors (``LinearRegression``, ``Ridge``, ``Lasso``,
-  ``ElasticNet``, ``SGDRegressor``, ``HuberRegressor``, ... every ``LinearModel``): the
+  ``ElasticNet``, ``HuberRegressor``, ... every ``LinearModel``; ``SGDRegressor``): the
   prediction itself;
 - ``MLPClassifier`` (binary: the logit before the output sigmoid) and ``MLPRegressor``
   (one output), hidden activations identity, logistic, tanh, relu;
@@ -153,13 +153,14 @@ def _mlp(est) -> tuple[list[nn.Module], str] | None:
 def _estimator(est) -> tuple[list[nn.Module], str] | None:
     from sklearn.base import is_classifier, is_regressor
     from sklearn.linear_model._base import LinearClassifierMixin, LinearModel
+    from sklearn.linear_model._stochastic_gradient import BaseSGDRegressor
     from sklearn.neural_network import MLPClassifier, MLPRegressor
 
     if isinstance(est, MLPClassifier | MLPRegressor):
         return _mlp(est)
     if isinstance(est, LinearClassifierMixin) and is_classifier(est):
         return _linear_classifier(est)
-    if isinstance(est, LinearModel) and is_regressor(est):
+    if isinstance(est, LinearModel | BaseSGDRegressor) and is_regressor(est):
         return _linear_regressor(est)
     return None
 
