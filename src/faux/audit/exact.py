@@ -176,7 +176,7 @@ def convert(est) -> Twin | None:
         if isinstance(est, Pipeline):
             return _pipeline(est)
         got = _estimator(est)
-    except (AttributeError, ValueError):  # not fitted, or an unexpected attribute layout
+    except (AttributeError, TypeError, ValueError):  # not fitted, or an unexpected layout
         return None
     if got is None:
         return None
