@@ -1,21 +1,35 @@
-"""Throughput and peak memory of `faux audit` (fAux+NG, autograd, TorchScript MLP).
+"""Throughput and peak memory of `faux audit` (fAux+NG, autograd, TorchScript MLP), and
+exact against finite-difference scoring of one scikit-learn LogisticRegression.
 
 Writes a Parquet file of ``--rows`` rows x ``--features`` float32 features plus a binary
 protected column (generated in chunks, so the generator itself stays small), then runs
-``faux audit`` on it in a child process and prints:
+``faux audit`` on it in a child process, thresholds calibrated (the default: null aux models
+on a permuted protected attribute), and prints:
 
-    audit_rows_per_s: rows / wall time of the whole audit (scan, aux, scoring, report)
+    audit_rows_per_s: rows / wall time of the whole audit (scan, aux, null models, scoring,
+        report)
     audit_scoring_rows_per_s: rows / time of the scoring pass alone
     audit_peak_rss_mb: peak resident memory of the audit process
+    audit_null_models_s (with --null-time): the extra wall time of the calibration, the same
+        audit run again with a manual --threshold (no null models) subtracted
+
+Before that (unless ``--exact-rows 0``), in this process: one LogisticRegression audited
+on ``--exact-rows`` in-memory rows twice, scored exactly (autograd through its torch
+conversion) and by forced finite differences, and prints
+
+    audit_exact_over_fd: finite-difference scoring time / exact scoring time (the pass
+        over the rows; ``audit_exact_over_fd_total``: whole audits, null models included)
+    audit_exact_fd_spearman: the smallest Spearman correlation of the two modes' scores
 
 Usage: .venv/bin/python bench/audit.py [--rows 1000000] [--features 50] [--dir /tmp/...]
+       [--exact-rows 100000] [--null-time]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
 import shutil
 import subprocess
 import sys
@@ -61,13 +75,68 @@ def make_data(path: Path, rows: int, d: int, block: int = 1 << 20) -> None:
             writer.write_table(table.slice(0, min(m, rows - s)), row_group_size=1 << 18)
 
 
+def exact_vs_fd(rows: int, d: int) -> None:
+    """The same LogisticRegression audited exactly and by forced finite differences."""
+    import warnings
+
+    from scipy.stats import spearmanr
+    from sklearn.linear_model import LogisticRegression
+
+    import faux
+    from faux.audit.models import from_estimator
+
+    rng = np.random.default_rng(1)
+    c = rng.integers(0, 2, rows)
+    x = rng.standard_normal((rows, d))
+    x[:, 0] += c  # feature 0 carries c
+    logit = x[:, :5] @ np.array([1.0, 0.5, -0.5, 0.25, 0.0]) + 0.3 * x[:, 5:].sum(1) / d ** 0.5
+    y = (logit + rng.logistic(size=rows) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lr = LogisticRegression(max_iter=500).fit(x[:20_000], y[:20_000])
+    runs = {}
+    for mode, exact in (("exact", True), ("fd", False)):
+        tm = from_estimator(lr, "LogisticRegression", exact=exact)
+        assert tm.differentiable == exact, tm.scoring_mode
+        t0 = time.perf_counter()
+        res = faux.audit(tm, x, c, aux_epochs=5, progress=False)
+        runs[mode] = (res, time.perf_counter() - t0)
+        print(f"# {mode}: {tm.scoring_mode}; scoring {res.summary['scoring']['seconds']:.2f} s, "
+              f"whole audit {runs[mode][1]:.1f} s", file=sys.stderr)
+    (ex, t_ex), (fd, t_fd) = runs["exact"], runs["fd"]
+    ratio = fd.summary["scoring"]["seconds"] / max(ex.summary["scoring"]["seconds"], 1e-9)
+    rho = min(spearmanr(ex.scores[m], fd.scores[m])[0] for m in ex.summary["settings"]["methods"])
+    print(f"audit_exact_rows: {rows}")
+    print(f"audit_exact_over_fd: {ratio:.1f}")
+    print(f"audit_exact_over_fd_total: {t_fd / t_ex:.2f}")
+    print(f"audit_exact_fd_spearman: {rho:.4f}")
+
+
+def run_child(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one child process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+    return wall, usage.ru_maxrss / 1024
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--features", type=int, default=50)
     ap.add_argument("--dir", default=None, help="work folder (default: a temporary one)")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    ap.add_argument("--exact-rows", type=int, default=100_000,
+                    help="rows of the exact vs finite-difference comparison (0: skip it)")
+    ap.add_argument("--null-time", action="store_true",
+                    help="also run the audit with a manual threshold to time the null models")
     args = ap.parse_args()
+    if args.exact_rows:
+        exact_vs_fd(args.exact_rows, args.features)
     work = Path(args.dir or tempfile.mkdtemp(prefix="faux-bench-audit-"))
     work.mkdir(parents=True, exist_ok=True)
     data, model, out = work / f"data_{args.rows}.parquet", work / "model.pt", work / "out"
@@ -81,16 +150,20 @@ def main() -> None:
         cmd = [sys.executable, "-m", "faux.audit.cli", "audit", "--model", str(model), "--data",
                str(data), "--protected", "c", "--out", str(out), "--methods", "faux_ng",
                "--aux-epochs", "5", "--no-progress"]
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True)
-        wall = time.perf_counter() - t0
-        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        wall, peak_mb = run_child(cmd)
         s = json.loads((out / "summary.json").read_text())
         print(f"audit_rows: {args.rows}")
         print(f"audit_rows_per_s: {args.rows / wall:.0f}")
         print(f"audit_scoring_rows_per_s: {s['scoring']['rows_per_s']:.0f}")
+        print(f"audit_scoring_s: {s['scoring']['seconds']:.1f}")
         print(f"audit_wall_s: {wall:.1f}")
         print(f"audit_peak_rss_mb: {peak_mb:.0f}")
+        if args.null_time:
+            manual = [*cmd, "--threshold", "0.5"]
+            wall_m, peak_m = run_child(manual)
+            print(f"audit_manual_threshold_wall_s: {wall_m:.1f}")
+            print(f"audit_manual_threshold_peak_rss_mb: {peak_m:.0f}")
+            print(f"audit_null_models_s: {wall - wall_m:.1f}")
     finally:
         if not args.keep and args.dir is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -1,10 +1,12 @@
 """Loading a user's model safely, and one interface over every kind: ``TargetModel``.
 
 A ``TargetModel`` maps raw feature rows ``x`` (numpy float, ``(n, d)``) to the model's
-probability of the positive class (``proba``); a differentiable one (PyTorch) also exposes
-``module``, an ``nn.Module`` mapping a float tensor to logits ``(n,)``, which the audit
-scores with autograd through ``faux.score``. Everything else is a black box scored by finite
-differences (``faux.audit.scoring``).
+probability of the positive class (``proba``); a differentiable one also exposes ``module``,
+an ``nn.Module`` mapping a float tensor to logits ``(n,)``, which the audit scores with
+autograd through ``faux.score``: PyTorch models, and scikit-learn linear models, MLPs and
+scaler pipelines, converted to an equivalent torch module (``faux.audit.exact``) that is
+checked against the estimator's own outputs (``exact_from`` names what was converted).
+Everything else is a black box scored by finite differences (``faux.audit.scoring``).
 
 Formats, by content (not only by extension):
 
@@ -90,7 +92,11 @@ class StaticBatch(nn.Module):
 class TargetModel:
     """The model under audit. ``proba(x)``: probability of the positive class, ``(n,)``.
 
-    ``module`` is set for differentiable (torch) models: logits ``(n,)`` of float32 input.
+    ``module`` is set for differentiable models: logits ``(n,)`` of float32 input (with
+    ``output="value"``: the audited output itself, a regressor's prediction, not a logit).
+    ``exact_from`` names the scikit-learn model a ``module`` was converted from (``"sklearn
+    LogisticRegression"``), None for a torch model or a black box; ``scoring_mode`` says
+    how the audit scores it, in words.
     ``n_features`` is the input width when the model states it (else None). ``kind`` and
     ``source`` describe it for the report. A model loaded from a file also has ``file``
     (absolute path), ``sha256`` (of the file's bytes), ``loader`` (``torch.jit``,
@@ -107,17 +113,45 @@ class TargetModel:
     sha256: str | None = None
     loader: str | None = None
     obj_class: str | None = None
+    exact_from: str | None = None
+    output: str = "logit"
+    twin: object | None = None  # the faux.audit.exact.Twin behind a converted module
 
     @property
     def differentiable(self) -> bool:
         return self.module is not None
 
+    @property
+    def scoring_mode(self) -> str:
+        """``"autograd"`` (a torch model), ``"autograd (exact, converted from sklearn
+        LogisticRegression)"`` or ``"finite differences"``."""
+        if self.module is None:
+            return "finite differences"
+        if self.exact_from:
+            return f"autograd (exact, converted from {self.exact_from})"
+        return "autograd"
+
     def provenance(self) -> dict:
         """``{"class", "file", "sha256", "loader"}`` for a model read from a file (the keys
-        that are known), else ``{}``."""
+        that are known), and ``exact_from`` for a converted scikit-learn model; else
+        ``{}``."""
         out = {"class": self.obj_class, "file": self.file, "sha256": self.sha256,
-               "loader": self.loader}
+               "loader": self.loader, "exact_from": self.exact_from}
         return {k: v for k, v in out.items() if v is not None}
+
+    def verify_exact(self, x: np.ndarray, what: str = "the data sample") -> bool:
+        """Check a converted module against the model's own outputs on rows ``x``; on a
+        mismatch drop it (finite differences from then on) with one warning line. True
+        when the model is scored exactly afterwards."""
+        if self.twin is None:
+            return self.differentiable
+        from faux.audit.exact import mismatch
+
+        err = mismatch(self.twin, self.proba_fn(x), x)
+        if _twin_ok(self.twin, err, what):
+            return True
+        self.module, self.twin, self.exact_from, self.output = None, None, None, "logit"
+        return False
 
     def proba(self, x: np.ndarray) -> np.ndarray:
         p = np.asarray(self.proba_fn(x), dtype=np.float64).reshape(-1)
@@ -191,8 +225,40 @@ def from_torch(module: nn.Module, source: str = "torch module", d: int | None = 
     return TargetModel(proba, "torch", source, module=mod, n_features=width)
 
 
-def from_estimator(est, source: str = "estimator") -> TargetModel:
-    """A scikit-learn-like classifier (``predict_proba``) or regressor (``predict``)."""
+def _twin_ok(twin, err: float, what: str) -> bool:
+    from faux.audit.exact import TOLERANCE
+
+    if err <= TOLERANCE:
+        return True
+    ref = "predict_proba" if twin.output == "logit" else "predict"
+    print(f"faux audit: warning: the torch conversion of {twin.label} differs from its {ref} "
+          f"by {err:.2g} on {what} (more than {TOLERANCE:g}); scoring it by finite "
+          "differences", file=sys.stderr)
+    return False
+
+
+def _attach_twin(tm: TargetModel, est) -> None:
+    """Score ``est`` exactly when it converts to torch and the conversion reproduces its
+    outputs on probe rows (``faux.audit.exact``); else ``tm`` stays a black box."""
+    from faux.audit.exact import convert, mismatch, probe
+
+    twin = convert(est)
+    if twin is None or tm.n_features is None:
+        return
+    x = probe(est, tm.n_features)
+    try:
+        ref = tm.proba_fn(x)
+    except Exception:  # the estimator itself fails on the probe: leave it to the audit
+        return
+    if _twin_ok(twin, mismatch(twin, ref, x), "probe rows"):
+        tm.module, tm.output, tm.exact_from, tm.twin = (twin.module, twin.output, twin.label,
+                                                        twin)
+
+
+def from_estimator(est, source: str = "estimator", exact: bool = True) -> TargetModel:
+    """A scikit-learn-like classifier (``predict_proba``) or regressor (``predict``);
+    ``exact``: scored by autograd through its torch conversion where there is one
+    (``faux.audit.exact``), else (or with ``exact=False``) a black box."""
     width = getattr(est, "n_features_in_", None)
     if width is None and hasattr(est, "num_feature"):  # a LightGBM Booster
         width = int(est.num_feature())
@@ -212,8 +278,11 @@ def from_estimator(est, source: str = "estimator") -> TargetModel:
     else:
         raise ConfigError(f"{type(est).__name__} has neither predict_proba nor predict; pass a "
                           "fitted classifier, a torch module or a model file")
-    return TargetModel(proba, f"{type(est).__module__.split('.')[0]} {kind}", source,
-                       n_features=None if width is None else int(width))
+    tm = TargetModel(proba, f"{type(est).__module__.split('.')[0]} {kind}", source,
+                     n_features=None if width is None else int(width))
+    if exact:
+        _attach_twin(tm, est)
+    return tm
 
 
 def from_callable(fn: Callable, source: str = "function") -> TargetModel:
@@ -221,16 +290,17 @@ def from_callable(fn: Callable, source: str = "function") -> TargetModel:
     return TargetModel(fn, "function", source)
 
 
-def as_target(model, d: int | None = None) -> TargetModel:
-    """Whatever the user passed (path, module, estimator, function) as a ``TargetModel``."""
+def as_target(model, d: int | None = None, exact: bool = True) -> TargetModel:
+    """Whatever the user passed (path, module, estimator, function) as a ``TargetModel``;
+    ``exact=False`` keeps a convertible scikit-learn model a black box."""
     if isinstance(model, TargetModel):
         return model
     if isinstance(model, str | Path):
-        return load_model(model, d=d)
+        return load_model(model, d=d, exact=exact)
     if isinstance(model, nn.Module | torch.jit.ScriptModule):
         return from_torch(model, type(model).__name__, d)
     if hasattr(model, "predict_proba") or hasattr(model, "predict"):
-        return from_estimator(model, type(model).__name__)
+        return from_estimator(model, type(model).__name__, exact)
     if callable(model):
         return from_callable(model, getattr(model, "__name__", "function"))
     raise ConfigError(f"cannot audit a {type(model).__name__}: pass a torch module, a fitted "
@@ -275,7 +345,7 @@ def _refuse_pickle(path: Path) -> None:
                       "pass --trust-pickle if you trust its author")
 
 
-def _load_skops(path: Path, trusted_types) -> TargetModel:
+def _load_skops(path: Path, trusted_types, exact: bool = True) -> TargetModel:
     import skops.io as sio
 
     try:
@@ -288,7 +358,7 @@ def _load_skops(path: Path, trusted_types) -> TargetModel:
         raise ConfigError(f"{path.name} holds types skops does not trust by default: "
                           f"{', '.join(missing)}; check them and pass {flags}")
     est = sio.load(str(path), trusted=list(untrusted))
-    tm = from_estimator(est, f"skops file {path.name}")
+    tm = from_estimator(est, f"skops file {path.name}", exact)
     tm.obj_class = _class_name(est)
     return tm
 
@@ -349,9 +419,10 @@ def _class_name(obj) -> str:
 
 
 def load_model(path, d: int | None = None, *, trust_pickle: bool = False,
-               trusted_types=()) -> TargetModel:
+               trusted_types=(), exact: bool = True) -> TargetModel:
     """Load a model file safely (see the module docstring for the formats); the returned
-    model records the file, its sha256 and the loader."""
+    model records the file, its sha256 and the loader. ``exact=False`` keeps a convertible
+    scikit-learn model (skops, pickle) a black box."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"model file {path} not found; pass --model with an existing file")
@@ -359,7 +430,7 @@ def load_model(path, d: int | None = None, *, trust_pickle: bool = False,
         raise DataError(f"model file {path} is empty; save the model again")
     sha = file_sha256(path)
     tm = _load_by_format(path, d, trust_pickle=trust_pickle, trusted_types=trusted_types,
-                         sha=sha)
+                         sha=sha, exact=exact)
     tm.file, tm.sha256 = os.path.abspath(path), sha
     return tm
 
@@ -369,12 +440,13 @@ def _loaded_by(tm: TargetModel, loader: str) -> TargetModel:
     return tm
 
 
-def _load_by_format(path: Path, d, *, trust_pickle, trusted_types, sha) -> TargetModel:
+def _load_by_format(path: Path, d, *, trust_pickle, trusted_types, sha,
+                    exact=True) -> TargetModel:
     suffix = path.suffix.lower()
     names = _zip_names(path)
     try:
         if suffix == ".skops":
-            return _loaded_by(_load_skops(path, trusted_types), "skops")
+            return _loaded_by(_load_skops(path, trusted_types, exact), "skops")
         if suffix == ".onnx":
             return _loaded_by(_load_onnx(path), "onnxruntime")
         if any(n.endswith("models/model.json") for n in names):
@@ -390,7 +462,7 @@ def _load_by_format(path: Path, d, *, trust_pickle, trusted_types, sha) -> Targe
         if any(n.endswith("data.pkl") for n in names) or suffix in PICKLE_SUFFIXES:
             if not trust_pickle:
                 _refuse_pickle(path)
-            return _load_pickle(path, names, d, sha)
+            return _load_pickle(path, names, d, sha, exact)
     except (DataError, ConfigError):
         raise
     except Exception as err:
@@ -401,7 +473,8 @@ def _load_by_format(path: Path, d, *, trust_pickle, trusted_types, sha) -> Targe
                     "file, or pickle/joblib with --trust-pickle")
 
 
-def _load_pickle(path: Path, names: list[str], d: int | None, sha: str) -> TargetModel:
+def _load_pickle(path: Path, names: list[str], d: int | None, sha: str,
+                 exact: bool = True) -> TargetModel:
     print(f"faux audit: warning: loading the pickle {os.path.abspath(path)} (sha256 {sha}) "
           "runs code from the file; trusted by --trust-pickle", file=sys.stderr)
     if names:  # torch.save of a whole module
@@ -410,6 +483,6 @@ def _load_pickle(path: Path, names: list[str], d: int | None, sha: str) -> Targe
         import joblib
 
         obj = joblib.load(path)
-    tm = as_target(obj, d)
+    tm = as_target(obj, d, exact)
     tm.loader, tm.obj_class = "pickle", _class_name(obj)
     return tm

@@ -9,7 +9,8 @@ Which methods an audit offers, their default thresholds and how each is scored a
 attributes of the registered methods (``faux.methods.protocol.Base``: ``audit_threshold``,
 ``audit_options``, ``black_box``).
 
-- torch models: the method's own ``score`` (for the gradient tests ``faux.score``) on
+- torch models (and scikit-learn models converted to torch, ``faux.audit.exact``): the
+  method's own ``score`` (for the gradient tests ``faux.score``) on
   ``target(mean + scale * z)`` and the aux, the same code as Table 1's, on the GPU when
   one is available, with the method's ``audit_options`` (fAux+NG: the per-sample reading,
   ``ng="sample"``: the per-feature reading divides by spreads over the rows scored
@@ -86,11 +87,16 @@ class Scorer:
             self.target_z = copy.deepcopy(self.target_z).to(self.device)
             self.aux = copy.deepcopy(aux_z).to(self.device)
         self.fitted = {}
+        # the target's output differentiated: the probability sigmoid(logit), or for a
+        # module returning the audited value itself (a converted regressor) that value, as
+        # the finite differences of a black box do
+        self._output = "logit" if getattr(target, "output", "logit") == "value" else "prob"
         if target.differentiable:
             data = TrainData(None, None, aux=lambda seed: (self.aux, {"accuracy": None,
                                                                      "n_params": None}))
             for m, kind in self.kinds.items():
-                config = MethodConfig(dict(kind.audit_options, batch_size=self.batch_size))
+                config = MethodConfig(dict(kind.audit_options, batch_size=self.batch_size,
+                                           output=self._output))
                 self.fitted[m] = kind.build(config).fit(data, 0)
 
     # ------------------------------------------------------------------ helpers
@@ -182,7 +188,7 @@ class Scorer:
         attains the max; they sum to the signed fAux score of each row."""
         z = self.z_of(x)
         if self.target.differentiable:
-            g = input_gradients(self.target_z, z, "prob", self.batch_size)
+            g = input_gradients(self.target_z, z, self._output, self.batch_size)
         else:
             g = self.fd_gradient(z)
         J = self._aux_jacobian(z)
