@@ -1,5 +1,7 @@
-"""``audit``: score every row of a data set for individual unfairness w.r.t. a protected
-attribute, with the model under test and an aux model trained here; write the outputs.
+"""``audit``: score every row of a data set for individual unfairness w.r.t. one or more
+protected attributes, with the model under test and aux models trained here; write the
+outputs. The first attribute decides ``flagged``; every attribute and the intersection of
+the categorical ones get a group view (``faux.audit.groups``).
 
 Two passes over the data, each in batches (a file is never loaded whole):
 
@@ -39,7 +41,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faux.audit.data import PROTECTED_TYPES, ArraySource, check_columns, open_source, scan
+from faux.audit.data import (
+    PROTECTED_TYPES,
+    ArraySource,
+    check_columns,
+    open_source,
+    protected_list,
+    scan,
+)
+from faux.audit.groups import AUX_SEEDS, MIN_CELL
 from faux.audit.methods import audit_methods, default_methods
 from faux.audit.methods import threshold as default_threshold
 from faux.errors import ConfigError, DataError
@@ -93,6 +103,25 @@ class AuditResult:
     @scores.setter
     def scores(self, value: pd.DataFrame | None) -> None:
         self._scores = value
+
+    def by_group(self, view: str | None = None) -> pd.DataFrame:
+        """A group view (default: the first attribute's) as a DataFrame indexed by group:
+        rows, flagged, rate, mean_score, their intervals, top_features."""
+        from faux.audit.groups import by_group_frame
+
+        return by_group_frame(self.summary, view)
+
+    def difference(self, view: str | None = None) -> float:
+        """Largest difference of the flagged rate between a view's groups (max - min)."""
+        from faux.audit.groups import difference_ratio
+
+        return difference_ratio(self.by_group(view)["rate"])[0]
+
+    def ratio(self, view: str | None = None) -> float:
+        """Smallest ratio of the flagged rate between a view's groups (min / max)."""
+        from faux.audit.groups import difference_ratio
+
+        return difference_ratio(self.by_group(view)["rate"])[1]
 
     @property
     def flagged_rate(self) -> float:
@@ -216,9 +245,13 @@ def _is_number(v) -> bool:
 
 def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, batch_size,
                     threshold, fail_above, max_flagged_rate, protected_type, fd_step, seed,
-                    has_label, alpha=0.01, null_permutations=3, fdr=False) -> None:
+                    has_label, alpha=0.01, null_permutations=3, fdr=False,
+                    aux_seeds=AUX_SEEDS, min_cell=MIN_CELL, intersection=True) -> None:
     """Every setting that needs no data, in one line each, before anything is read."""
     from faux.audit.aux import AUX_KINDS
+    from faux.audit.groups import check_settings
+
+    check_settings(aux_seeds, min_cell, intersection)
 
     if not methods:
         raise ConfigError(f"no methods given; pass at least one of {', '.join(audit_methods())}")
@@ -259,13 +292,15 @@ def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, b
     if fdr and (threshold is not None or fail_above is not None):
         raise ConfigError("--fdr applies to the calibrated thresholds; drop it, or drop "
                           "--threshold / --fail-above (a manual threshold)")
-    if protected_type not in PROTECTED_TYPES:
-        raise ConfigError(f"protected_type={protected_type!r} is not one of {PROTECTED_TYPES}")
+    types = [protected_type] if isinstance(protected_type, str) else list(protected_type)
+    for t in types:
+        if t not in PROTECTED_TYPES:
+            raise ConfigError(f"protected_type={t!r} is not one of {PROTECTED_TYPES}")
     if aux not in AUX_KINDS:
         raise ConfigError(f"aux={aux!r} is not one of {AUX_KINDS}")
     if aux == "adel" and not has_label:
         raise ConfigError("--aux adel needs --label (the Adel aux is kept from reading y)")
-    if aux == "adel" and protected_type == "continuous":
+    if aux == "adel" and "continuous" in types:
         raise ConfigError("the Adel aux is a classifier; use --aux mlp for a continuous "
                           "protected attribute")
     if (not _is_number(fd_step) or not math.isfinite(fd_step) or not 0 < fd_step
@@ -507,7 +542,7 @@ def _deferred_interrupt():
 # --------------------------------------------------------------------------- the audit
 
 
-def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=None,
+def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
           label: str | None = None, features=None, methods=None,
           aux: str = "mlp", aux_epochs: int = 30, aux_width: int = 64, aux_depth: int = 2,
           sample: int = 20_000, batch_size: int = 65_536, threshold: float | None = None,
@@ -516,12 +551,19 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
           out_dir=None, name: str | None = None, trust_pickle: bool = False,
           trusted_types=(), progress: bool | None = None, report: bool = True,
           force: bool = False, alpha: float = ALPHA, null_permutations: int = NULL_PERMUTATIONS,
-          fdr: bool = False) -> AuditResult:
-    """Audit ``model`` for individual unfairness with respect to a protected attribute.
+          fdr: bool = False, aux_seeds: int = AUX_SEEDS, min_cell: int = MIN_CELL,
+          intersection: bool = True) -> AuditResult:
+    """Audit ``model`` for individual unfairness with respect to protected attributes.
 
-    Data: in memory (``X`` a DataFrame or array, ``c`` the protected values or the name of a
-    column of ``X``, optional ``y``), or a file (``data`` a CSV/Parquet path and
-    ``protected`` its column name, optional ``label``). ``model``: a torch module returning
+    Data: in memory (``X`` a DataFrame or array, ``c`` the protected values, the name of a
+    column of ``X``, a list of such names, or a DataFrame of several attributes; optional
+    ``y``), or a file (``data`` a CSV/Parquet path and ``protected`` a column name or a
+    list of them, optional ``label``). The first attribute decides ``flagged``; each
+    attribute, and the intersection of the categorical ones (cells with fewer than
+    ``min_cell`` sample rows merged; ``intersection=False``: none), gets its own aux model,
+    scores (``<method>:<attribute>`` columns) and group view, with intervals over rows and
+    over ``aux_seeds`` aux models (``faux.audit.groups``; ``AuditResult.by_group``).
+    ``protected_type``: one type for every attribute, or a list with one per attribute. ``model``: a torch module returning
     logits, a fitted scikit-learn-like classifier, a function x -> probability, or a model
     file (see ``faux.audit.models``). ``methods``: scorers (default
     ``faux.audit.methods.default_methods()``), the first one decides ``flagged``.
@@ -550,7 +592,8 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
                           fd_step=fd_step, seed=seed, out_dir=out_dir, name=name,
                           trust_pickle=trust_pickle, trusted_types=trusted_types,
                           progress=progress, report=report, force=force, alpha=alpha,
-                          null_permutations=null_permutations, fdr=fdr)
+                          null_permutations=null_permutations, fdr=fdr, aux_seeds=aux_seeds,
+                          min_cell=min_cell, intersection=intersection)
         except _Interrupted:
             raise KeyboardInterrupt from None
 
@@ -558,8 +601,10 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
 def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, aux_epochs,
            aux_width, aux_depth, sample, batch_size, threshold, fail_above, max_flagged_rate,
            protected_type, fd_step, seed, out_dir, name, trust_pickle, trusted_types,
-           progress, report, force, alpha, null_permutations, fdr) -> AuditResult:
+           progress, report, force, alpha, null_permutations, fdr, aux_seeds, min_cell,
+           intersection) -> AuditResult:
     from faux.audit.aux import train_aux
+    from faux.audit.groups import build_views, finish_views, train_views
     from faux.audit.models import as_target, load_model
     from faux.audit.scoring import Scorer, check_methods_for
 
@@ -570,7 +615,8 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                     threshold=threshold, fail_above=fail_above,
                     max_flagged_rate=max_flagged_rate, protected_type=protected_type,
                     fd_step=fd_step, seed=seed, has_label=has_label, alpha=alpha,
-                    null_permutations=null_permutations, fdr=fdr)
+                    null_permutations=null_permutations, fdr=fdr, aux_seeds=aux_seeds,
+                    min_cell=min_cell, intersection=intersection)
     files = [f for f in OUTPUT_FILES if report or f != "report.html"]
     if out_dir is not None:  # before the data are opened: a bad --out fails fast
         _inspect_out(Path(os.path.abspath(out_dir)), files, force)
@@ -578,21 +624,20 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
         if protected is None:
             raise ConfigError("pass protected=<column name> with data=<file>")
         source = open_source(data)
-        c_col, y_col = protected, label
+        c_cols, y_col = protected_list(protected), label
     else:
         if X is None or c is None:
             raise ConfigError("pass X and c (in memory) or data and protected (a file)")
         source = ArraySource(X, c, y)
-        c_col, y_col = source.c_name, source.y_name
-        if isinstance(c, str) or isinstance(y, str):
-            drop = [v for v in (c, y) if isinstance(v, str)]
+        c_cols, y_col = source.c_names, source.y_name
+        drop = [v for v in [*c_cols, y_col] if v in source.columns]  # named columns of X
+        if drop:
             if features is None:
                 features = [f for f in source.columns if f not in drop]
-    if c_col in source.columns or data is not None:
-        feats = check_columns(source.columns, c_col, y_col, features, source.name)
-    else:
-        feats = check_columns(source.columns + [c_col] + ([y_col] if y_col else []), c_col,
-                              y_col, features, source.name)
+    extra = [] if data is not None else [
+        v for v in [*c_cols, y_col] if v is not None and v not in source.columns]
+    feats = check_columns(source.columns + extra, c_cols, y_col, features, source.name)
+    c_col = c_cols[0]
     name = name or source.name
     thr = fail_above if fail_above is not None else threshold
     primary = methods[0]
@@ -614,9 +659,10 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
     staging = None
     try:
         try:
-            sc = scan(source, feats, c_col, y_col, sample=int(sample),
+            sc = scan(source, feats, c_cols, y_col, sample=int(sample),
                       batch_size=int(batch_size), seed=seed, protected_type=protected_type,
                       progress=bar.start("checking", source.n_rows))
+            views = build_views(sc, int(min_cell), intersection)
             _check_model_on_sample(target, sc.x)
             z_sample = (sc.x - sc.mean) / sc.scale
             try:
@@ -639,13 +685,22 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                                     seed=seed, fd_step=fd_step,
                                     batch_size=min(int(batch_size), 65_536), bar=bar)
                 thresholds = {m: _null_quantile(null["scores"][m], alpha) for m in methods}
+            train_views(views, target, sc, z_sample, methods,
+                        primary={"aux": aux_z, "quality": quality, "thresholds": thresholds,
+                                 "null": null, "scorer": scorer},
+                        aux_seeds=int(aux_seeds), bar=bar, settings=dict(
+                            aux=aux, aux_width=aux_width, aux_depth=aux_depth,
+                            aux_epochs=int(aux_epochs), seed=seed, fd_step=fd_step,
+                            batch_size=min(int(batch_size), 65_536), rule=rule, alpha=alpha,
+                            null_permutations=null_permutations,
+                            manual=dict(thresholds) if rule == RULE_MANUAL else None))
             if out is not None:
                 staging = _Staging(Path(os.path.abspath(out)), files, force)
-            res = _score_all(source, feats, c_col, sc, scorer, methods, thresholds,
+            res = _score_all(source, feats, c_cols, sc, scorer, methods, thresholds,
                              None if staging is None else staging.dir, bar,
                              batch_size=int(batch_size), seed=seed, keep=data is None,
                              bh_null=null["scores"][primary] if rule == RULE_BH else None,
-                             alpha=alpha)
+                             alpha=alpha, views=views)
         finally:
             bar.stop()
         n_flag, per_group, top, plot_scores, mem_scores, t_score, above, bh = res
@@ -700,6 +755,8 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                              for f, v in list(ranking.items())[:10]],
             "gate": {"passed": not gate_reasons, "reasons": gate_reasons,
                      "exit_code": 0 if not gate_reasons else 1},
+            "groups": finish_views(views, sc, z_sample, feats, methods, n_rows=sc.n_rows,
+                                   alpha=alpha, seed=seed, primary_threshold=thr),
             "seconds_total": round(time.perf_counter() - t_start, 3),
         }
         result = AuditResult(summary, ranking, top_df, mem_scores, None, not gate_reasons,
@@ -715,12 +772,14 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
     return result
 
 
-def _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar, *, batch_size,
-               seed, keep, bh_null=None, alpha=ALPHA):
+def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar, *,
+               batch_size, seed, keep, bh_null=None, alpha=ALPHA, views=()):
     """One pass over the data: scores, flags, counts per group, the top rows, the plot
-    sample. With ``bh_null`` (the first method's sorted null scores) the rows' p-values are
+    sample, the group views' statistics and scores (``faux.audit.groups``). With ``bh_null`` (the first method's sorted null scores) the rows' p-values are
     counted per exceedance count, the Benjamini-Hochberg cut is taken at the end and
     ``flagged`` holds the rows with p <= alpha meanwhile (a superset)."""
+    from faux.audit.groups import add_batch
+
     primary = methods[0]
     thr = thresholds[primary]
     n_null = 0 if bh_null is None else len(bh_null)
@@ -739,7 +798,7 @@ def _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar, 
     advance = bar.start("scoring", sc.n_rows)
     t0 = time.perf_counter()
     try:
-        for b in source.batches(feats, c_col, None, batch_size):
+        for b in source.batches(feats, c_cols, None, batch_size):
             s = scorer.score(b.x)
             groups = sc.protected.group_labels(b.c)
             if bh_null is not None:  # exceedances: null scores at or above each row's
@@ -747,7 +806,8 @@ def _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar, 
                 hist += np.bincount(e, minlength=n_null + 1)
                 flagged = (1 + e) / (n_null + 1) <= alpha
             else:
-                flagged = s[primary] > thr
+                e, flagged = None, s[primary] > thr
+            extra = add_batch(views, b, s, flagged, e, groups, methods, alpha) if views else {}
             for m in methods:
                 above[m] += int((s[m] > thresholds[m]).sum())
             n_flag += int(flagged.sum())
@@ -773,7 +833,8 @@ def _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar, 
                 plot[m].append(s[m][sel])
             plot["group"].append(groups[sel].astype(str))
             frame = pd.DataFrame({"row_id": np.arange(b.start, b.start + len(flagged)),
-                                  **{m: s[m] for m in methods}, "flagged": flagged})
+                                  **{m: s[m] for m in methods}, "flagged": flagged,
+                                  **extra})
             if mem is not None:
                 mem.append(frame.assign(group=groups))
             if tmp is not None:
