@@ -41,6 +41,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from faux.audit.calibration import (
+    SEED_MAX,
+    _bh_cut,
+    _calibration,
+    _null_quantile,
+    _null_scores,
+)
 from faux.audit.data import (
     PROTECTED_TYPES,
     ArraySource,
@@ -52,6 +59,7 @@ from faux.audit.data import (
 from faux.audit.groups import AUX_SEEDS, MIN_CELL
 from faux.audit.methods import audit_methods, default_methods
 from faux.audit.methods import threshold as default_threshold
+from faux.audit.ranking import _ranking, feature_groups  # noqa: F401 (re-exported)
 from faux.errors import ConfigError, DataError
 
 N_TOP = 50  # flagged rows shown with their contributions
@@ -67,7 +75,6 @@ STAGING_PREFIX = ".faux-audit.tmp-"  # staging folders inside an existing --out
 FD_STEP_MAX = 1.0
 FD_STEP_WARN = 0.25
 FD_STEP_LOW_WARN = 1e-4
-SEED_MAX = 2**32 - 1  # numpy and Lightning take seeds in [0, 2**32)
 ALPHA = 0.01  # default false-flag rate of the calibrated thresholds
 NULL_PERMUTATIONS = 3  # default number of aux models trained on a permuted protected attribute
 RULE_MANUAL, RULE_QUANTILE, RULE_BH = "manual threshold", "null quantile", "benjamini-hochberg"
@@ -148,24 +155,6 @@ class AuditResult:
                 f"{st['primary']} > {st['threshold']:.4g}; {gate}\n"
                 f"  rows above each threshold: {rates}\n"
                 f"  {where}")
-
-
-def feature_groups(features) -> list[str]:
-    """Original feature of each column: the part before '=' of one-hot names ('sex=Male')."""
-    return [f.split("=", 1)[0] if "=" in f else f for f in features]
-
-
-def _ranking(aux_z, z_sample: np.ndarray, features) -> dict:
-    import torch
-
-    from faux.methods.builtin import FAuxMethod
-    from faux.methods.transparency import aggregate_groups, faux_report
-
-    r = faux_report(aux_z, torch.as_tensor(z_sample, dtype=torch.float32), FAuxMethod.name)
-    if r.ndim == 2:  # k outputs: a feature matters if it matters for any of them
-        r = r.amax(dim=0)
-    agg = aggregate_groups(r, feature_groups(features))
-    return dict(sorted(agg.items(), key=lambda kv: -kv[1]))
 
 
 class _Progress:
@@ -665,35 +654,35 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
             views = build_views(sc, int(min_cell), intersection)
             _check_model_on_sample(target, sc.x)
             z_sample = (sc.x - sc.mean) / sc.scale
-            try:
+            try:  # Lightning's trainer exits (SystemExit) on a KeyboardInterrupt
                 aux_z, quality = train_aux(z_sample, sc.c, sc.protected, sc.y, kind=aux,
                                            width=aux_width, depth=aux_depth,
                                            epochs=int(aux_epochs), seed=seed)
-            except SystemExit:  # Lightning's trainer exits on a KeyboardInterrupt
+                ranking = _ranking(aux_z, z_sample, feats)
+                scorer = Scorer(target, aux_z, sc.mean, sc.scale, methods, fd_step=fd_step,
+                                batch_size=min(int(batch_size), 65_536))
+                k = 1 if sc.protected.kind != "categorical" else len(sc.protected.levels)
+                null = None
+                if rule == RULE_MANUAL:
+                    thresholds = {primary: thr, **{m: default_threshold(m) for m in methods[1:]}}
+                else:
+                    null = _null_scores(target, aux_z, sc, z_sample, methods, aux=aux,
+                                        aux_width=aux_width, aux_depth=aux_depth,
+                                        aux_epochs=int(aux_epochs), n_perm=null_permutations,
+                                        seed=seed, fd_step=fd_step,
+                                        batch_size=min(int(batch_size), 65_536), bar=bar)
+                    thresholds = {m: _null_quantile(null["scores"][m], alpha) for m in methods}
+                train_views(views, target, sc, z_sample, methods,
+                            primary={"aux": aux_z, "quality": quality, "thresholds": thresholds,
+                                     "null": null, "scorer": scorer},
+                            aux_seeds=int(aux_seeds), bar=bar, settings=dict(
+                                aux=aux, aux_width=aux_width, aux_depth=aux_depth,
+                                aux_epochs=int(aux_epochs), seed=seed, fd_step=fd_step,
+                                batch_size=min(int(batch_size), 65_536), rule=rule, alpha=alpha,
+                                null_permutations=null_permutations,
+                                manual=dict(thresholds) if rule == RULE_MANUAL else None))
+            except SystemExit:
                 raise _Interrupted from None
-            ranking = _ranking(aux_z, z_sample, feats)
-            scorer = Scorer(target, aux_z, sc.mean, sc.scale, methods, fd_step=fd_step,
-                            batch_size=min(int(batch_size), 65_536))
-            k = 1 if sc.protected.kind != "categorical" else len(sc.protected.levels)
-            null = None
-            if rule == RULE_MANUAL:
-                thresholds = {primary: thr, **{m: default_threshold(m) for m in methods[1:]}}
-            else:
-                null = _null_scores(target, aux_z, sc, z_sample, methods, aux=aux,
-                                    aux_width=aux_width, aux_depth=aux_depth,
-                                    aux_epochs=int(aux_epochs), n_perm=null_permutations,
-                                    seed=seed, fd_step=fd_step,
-                                    batch_size=min(int(batch_size), 65_536), bar=bar)
-                thresholds = {m: _null_quantile(null["scores"][m], alpha) for m in methods}
-            train_views(views, target, sc, z_sample, methods,
-                        primary={"aux": aux_z, "quality": quality, "thresholds": thresholds,
-                                 "null": null, "scorer": scorer},
-                        aux_seeds=int(aux_seeds), bar=bar, settings=dict(
-                            aux=aux, aux_width=aux_width, aux_depth=aux_depth,
-                            aux_epochs=int(aux_epochs), seed=seed, fd_step=fd_step,
-                            batch_size=min(int(batch_size), 65_536), rule=rule, alpha=alpha,
-                            null_permutations=null_permutations,
-                            manual=dict(thresholds) if rule == RULE_MANUAL else None))
             if out is not None:
                 staging = _Staging(Path(os.path.abspath(out)), files, force)
             res = _score_all(source, feats, c_cols, sc, scorer, methods, thresholds,
@@ -866,15 +855,6 @@ def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar,
     return n_flag, by_group, top, plot_scores, scores, t_score, above, bh
 
 
-def _bh_cut(hist: np.ndarray, n: int, alpha: float) -> int:
-    """Benjamini-Hochberg over ``n`` rows whose p-values are ``(1 + e) / (M + 1)``, ``hist[e]``
-    rows having ``e`` null scores at or above theirs: the largest ``e`` flagged, or -1."""
-    m = len(hist) - 1
-    p = (1 + np.arange(m + 1)) / (m + 1)
-    ok = np.flatnonzero(p <= alpha * np.cumsum(hist) / n)
-    return int(ok[-1]) if ok.size else -1
-
-
 def _rewrite_flagged(path: Path, primary: str, threshold: float) -> None:
     """Set ``flagged`` of a staged scores.parquet to ``primary > threshold``."""
     import pyarrow as pa
@@ -896,75 +876,6 @@ def _rewrite_flagged(path: Path, primary: str, threshold: float) -> None:
         if writer is not None:
             writer.close()
     os.replace(tmp, path)
-
-
-def _null_scores(target, aux_z, sc, z_sample, methods, *, aux, aux_width, aux_depth,
-                 aux_epochs, n_perm, seed, fd_step, batch_size, bar) -> dict:
-    """Every method's scores of the sample rows under ``n_perm`` aux models trained, as the
-    aux was, on a random permutation of the protected attribute (which breaks its link to
-    the features). A null aux's logit has no unit of its own, so at every row it is
-    steepened to the aux's gradient norm there (``Steepened``): a score that divides by the
-    aux's gradient (fAux) then compares only the direction the aux found with directions
-    noise led to; scale-free scores (fAux+NG) are unchanged."""
-    from faux.audit.aux import Steepened, train_aux
-    from faux.audit.scoring import Scorer
-
-    rng = np.random.default_rng([seed, 1])
-    pooled: dict[str, list] = {m: [] for m in methods}
-    advance = bar.start("null models", n_perm * len(sc.x))
-    for p in range(n_perm):
-        perm = rng.permutation(len(sc.c))
-        try:
-            net, _ = train_aux(z_sample, sc.c[perm], sc.protected, sc.y, kind=aux,
-                               width=aux_width, depth=aux_depth, epochs=aux_epochs,
-                               seed=(seed + 1 + p) % (SEED_MAX + 1))
-        except SystemExit:  # Lightning's trainer exits on a KeyboardInterrupt
-            raise _Interrupted from None
-        scorer = Scorer(target, Steepened(net, aux_z), sc.mean, sc.scale, methods,
-                        fd_step=fd_step, batch_size=batch_size)
-        for s in range(0, len(sc.x), batch_size):
-            out = scorer.score(sc.x[s:s + batch_size])
-            for m in methods:
-                pooled[m].append(out[m])
-            advance(len(out[methods[0]]))
-    scores = {}
-    for m, parts in pooled.items():
-        v = np.concatenate(parts)
-        scores[m] = np.sort(v[np.isfinite(v)])
-    return {"scores": scores, "rows": int(len(sc.x))}
-
-
-def _null_quantile(null: np.ndarray, alpha: float) -> float:
-    """The (1 - alpha) quantile of a method's null scores (the next null score above it)."""
-    if null.size == 0:
-        return math.inf
-    return float(np.quantile(null, 1 - alpha, method="higher"))
-
-
-def _calibration(rule, alpha, n_perm, null, methods, thresholds, n_rows, n_flag, fdr) -> dict:
-    """summary.json's statement of how the threshold was set."""
-    if null is None:
-        return {"rule": rule, "alpha": None, "null_permutations": 0, "null_quantiles": None,
-                "expected_false_flags": None,
-                "text": f"manual threshold: {methods[0]} > {thresholds[methods[0]]:g}"}
-    quant = {m: {"50%": _null_quantile(v, 0.5), "90%": _null_quantile(v, 0.1),
-                 "99%": _null_quantile(v, 0.01), f"{1 - alpha:.4g}": _null_quantile(v, alpha)}
-             for m, v in null["scores"].items()}
-    if fdr:
-        expected = alpha * n_flag
-        text = (f"Benjamini-Hochberg at false discovery rate {alpha:g} over the {n_rows:,} rows, "
-                f"p-values from {n_perm} permuted-c aux models x {null['rows']:,} rows: "
-                f"{methods[0]} > {thresholds[methods[0]]:.4g}; at most {expected:.1f} of the "
-                f"{n_flag:,} flagged rows expected false")
-    else:
-        expected = alpha * n_rows
-        text = (f"{methods[0]} above the {1 - alpha:.4g} quantile of its scores under {n_perm} "
-                f"permuted-c aux models x {null['rows']:,} rows ({thresholds[methods[0]]:.4g}); "
-                f"about {expected:.1f} of {n_rows:,} rows flagged by chance for a model that "
-                "ignores the protected attribute")
-    return {"rule": rule, "alpha": alpha, "fdr": fdr, "null_permutations": n_perm,
-            "null_rows_per_permutation": null["rows"],
-            "null_quantiles": quant, "expected_false_flags": expected, "text": text}
 
 
 def _top_frame(top, scorer, feats, n_features: int = 5) -> pd.DataFrame:

@@ -105,7 +105,7 @@ class GroupStats:
                 st.bh += np.bincount(exceed[mask], minlength=nh)
 
     def bh_cut(self, n_rows: int, alpha: float) -> int:
-        from faux.audit.core import _bh_cut
+        from faux.audit.calibration import _bh_cut
 
         hist = sum(st.bh for st in self.groups.values())
         return _bh_cut(hist, n_rows, alpha)
@@ -193,7 +193,7 @@ def train_views(views: list[View], target, sc: Scan, z_sample: np.ndarray, metho
     ``settings``: aux, aux_width, aux_depth, aux_epochs, seed, fd_step, batch_size, rule,
     alpha, null_permutations, manual (the manual thresholds, or None)."""
     from faux.audit.aux import train_aux
-    from faux.audit.core import _Interrupted, _null_quantile, _null_scores
+    from faux.audit.calibration import _null_quantile, _null_scores
     from faux.audit.scoring import Scorer
 
     st = settings
@@ -201,38 +201,35 @@ def train_views(views: list[View], target, sc: Scan, z_sample: np.ndarray, metho
                  epochs=st["aux_epochs"])
     score_kw = dict(fd_step=st["fd_step"], batch_size=st["batch_size"])
     for i, v in enumerate(views):
-        try:
-            if i == 0:
-                v.aux, v.quality = primary["aux"], primary["quality"]
-                v.thresholds, v.null = primary["thresholds"], primary["null"]
-                v.scorer = primary["scorer"]
+        if i == 0:
+            v.aux, v.quality = primary["aux"], primary["quality"]
+            v.thresholds, v.null = primary["thresholds"], primary["null"]
+            v.scorer = primary["scorer"]
+        else:
+            v.aux, v.quality = train_aux(z_sample, v.sample_c, v.info, sc.y,
+                                         seed=st["seed"], **train)
+            v.scorer = Scorer(target, v.aux, sc.mean, sc.scale, methods, **score_kw)
+            if st["manual"] is not None:
+                v.thresholds = dict(st["manual"])
             else:
-                v.aux, v.quality = train_aux(z_sample, v.sample_c, v.info, sc.y,
-                                             seed=st["seed"], **train)
-                v.scorer = Scorer(target, v.aux, sc.mean, sc.scale, methods, **score_kw)
-                if st["manual"] is not None:
-                    v.thresholds = dict(st["manual"])
-                else:
-                    sv = replace(sc, c=v.sample_c, protected=v.info)
-                    v.null = _null_scores(target, v.aux, sv, z_sample, methods,
-                                          aux=st["aux"], aux_width=st["aux_width"],
-                                          aux_depth=st["aux_depth"],
-                                          aux_epochs=st["aux_epochs"],
-                                          n_perm=st["null_permutations"], seed=st["seed"],
-                                          fd_step=st["fd_step"],
-                                          batch_size=st["batch_size"], bar=bar)
-                    v.thresholds = {m: _null_quantile(v.null["scores"][m], st["alpha"])
-                                    for m in methods}
-            for s in range(aux_seeds):
-                if s == 0:
-                    scorer = v.scorer
-                else:
-                    net, _ = train_aux(z_sample, v.sample_c, v.info, sc.y,
-                                       seed=aux_seed(st["seed"], s), **train)
-                    scorer = Scorer(target, net, sc.mean, sc.scale, methods[:1], **score_kw)
-                v.seed_scores.append(_score_rows(scorer, sc.x, methods[0], st["batch_size"]))
-        except SystemExit:  # Lightning's trainer exits on a KeyboardInterrupt
-            raise _Interrupted from None
+                sv = replace(sc, c=v.sample_c, protected=v.info)
+                v.null = _null_scores(target, v.aux, sv, z_sample, methods,
+                                      aux=st["aux"], aux_width=st["aux_width"],
+                                      aux_depth=st["aux_depth"],
+                                      aux_epochs=st["aux_epochs"],
+                                      n_perm=st["null_permutations"], seed=st["seed"],
+                                      fd_step=st["fd_step"],
+                                      batch_size=st["batch_size"], bar=bar)
+                v.thresholds = {m: _null_quantile(v.null["scores"][m], st["alpha"])
+                                for m in methods}
+        for s in range(aux_seeds):
+            if s == 0:
+                scorer = v.scorer
+            else:
+                net, _ = train_aux(z_sample, v.sample_c, v.info, sc.y,
+                                   seed=aux_seed(st["seed"], s), **train)
+                scorer = Scorer(target, net, sc.mean, sc.scale, methods[:1], **score_kw)
+            v.seed_scores.append(_score_rows(scorer, sc.x, methods[0], st["batch_size"]))
         edges = _edges(v.seed_scores[0])
         bh_null = v.null["scores"][methods[0]] if st["rule"] == "benjamini-hochberg" else None
         v.stats = GroupStats(edges, bh_null)
@@ -276,7 +273,7 @@ def add_batch(views: list[View], b, s_primary: dict, flagged, exceed, primary_la
 def finish_views(views: list[View], sc: Scan, z_sample: np.ndarray, feats, methods, *,
                  n_rows: int, alpha: float, seed: int, primary_threshold: float) -> dict:
     """summary["groups"]: every view's groups with their statistics and intervals."""
-    from faux.audit.core import _ranking
+    from faux.audit.ranking import _ranking
 
     m0 = methods[0]
     out = {}
