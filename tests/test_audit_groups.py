@@ -246,9 +246,12 @@ def _run(capsys, *args):
 def test_cli_protected_several_columns(files, capsys):
     tmp, data, model = files
     out = tmp / "out"
-    rc, _ = _run(capsys, "--model", model, "--data", data, "--protected", "sex", "race",
-                 "--out", out, "--aux-seeds", "2", "--min-cell", "20")
+    rc = main(["audit", "--aux-epochs", "3", "--no-progress", "--model", str(model), "--data",
+               str(data), "--protected", "sex", "race", "--out", str(out), "--aux-seeds", "2",
+               "--min-cell", "20"])
     assert rc == EXIT_OK
+    printed = capsys.readouterr().out
+    assert "  sex x race: 6 groups" in printed and "  race: 3 groups" in printed
     s = json.loads((out / "summary.json").read_text())
     assert s["data"]["protected"] == "sex" and s["data"]["features"] == ["x1", "x2", "psex",
                                                                          "prace"]

@@ -211,6 +211,13 @@ def _main(argv=None) -> int:
           f"flagged {s['flagged']['count']:,} ({s['flagged']['rate']:.3%}) with "
           f"{s['settings']['primary']} > {s['settings']['threshold']:.4g} "
           f"({s['calibration']['rule']}); outputs in {res.out_dir}")
+    views = s.get("groups", {}).get("views", {})
+    if len(views) > 1:  # several protected attributes: one line per view
+        for vname, v in views.items():
+            diff, ratio = v["largest_difference"], v["largest_ratio"]
+            print(f"  {vname}: {len(v['rows'])} groups, flagged by its own score "
+                  f"{sum(r['flagged'] for r in v['rows']):,}; largest difference of the "
+                  f"flagged rate {diff:.3%}, ratio {ratio:.3f}")
     if q.get("warning"):
         print(f"warning: {q['warning']}", file=sys.stderr)
     if not res.passed:
