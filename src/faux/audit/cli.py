@@ -1,4 +1,4 @@
-"""The ``faux`` console script: ``faux audit --model PATH --data PATH --protected COLUMN``.
+"""The ``faux`` console script: ``faux audit --model PATH --data PATH --protected COLUMN...``.
 
 Exit codes: 0 the audit ran and no gate failed; 1 a gate failed (``--fail-above`` /
 ``--max-flagged-rate``; the outputs are written); 2 bad input or usage (one line on
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         FD_STEP_WARN,
         NULL_PERMUTATIONS,
     )
+    from faux.audit.groups import AUX_SEEDS, MIN_CELL
     from faux.audit.methods import audit_methods, default_methods, thresholds_text
 
     p = argparse.ArgumentParser(prog="faux", description="faux: individual-fairness testing "
@@ -80,9 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "(torch) or a probability of the positive class")
     a.add_argument("--data", required=True, metavar="PATH",
                    help="CSV or Parquet file, one row per individual, read in batches")
-    a.add_argument("--protected", required=True, metavar="COLUMN",
-                   help="column of the protected attribute (binary, categorical or continuous; "
-                   "never a model input)")
+    a.add_argument("--protected", required=True, nargs="+", metavar="COLUMN",
+                   help="column(s) of the protected attribute(s) (each binary, categorical or "
+                   "continuous; never a model input). The first decides who is flagged; each "
+                   "gets its own aux model, scores and group view, and two or more categorical "
+                   "ones also their intersection (see --min-cell)")
     a.add_argument("--label", metavar="COLUMN", default=None,
                    help="column of the true label (not a model input; needed by --aux adel)")
     a.add_argument("--features", nargs="+", metavar="COLUMN", default=None,
@@ -134,8 +137,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="aux model of the protected attribute: an MLP (default) or the Adel "
                    "et al. aux kept from reading the label (needs --label)")
     a.add_argument("--protected-type", choices=["auto", "binary", "categorical", "continuous"],
-                   default="auto", help="how to read the protected column (default auto: 2 "
-                   "values binary, up to 20 categorical, more numeric values continuous)")
+                   nargs="+", default=["auto"], help="how to read the protected column(s), one "
+                   "type for all or one per --protected column (default auto: 2 values binary, "
+                   "up to 20 categorical, more numeric values continuous)")
+    a.add_argument("--aux-seeds", type=int, default=AUX_SEEDS, metavar="N",
+                   help="aux models per view, trained with different seeds, that score the "
+                   "--sample rows for the group statistics' intervals over seeds; the first "
+                   f"scores every row (default {AUX_SEEDS}; at least 1)")
+    a.add_argument("--min-cell", type=int, default=MIN_CELL, metavar="N",
+                   help="intersection cells with fewer --sample rows than N are merged into "
+                   f"one cell 'other' (default {MIN_CELL}; 0 merges none)")
+    a.add_argument("--no-intersection", action="store_true",
+                   help="no intersection view of several categorical --protected columns")
     a.add_argument("--sample", type=_positive_int, default=20_000, metavar="N",
                    help="rows drawn uniformly to train the aux model (80%%) and measure its "
                    "quality (20%%) (default 20000)")
@@ -167,16 +180,21 @@ def _main(argv=None) -> int:
     try:
         from faux.audit.core import audit
 
-        res = audit(args.model, data=args.data, protected=args.protected, label=args.label,
+        protected = args.protected[0] if len(args.protected) == 1 else args.protected
+        res = audit(args.model, data=args.data, protected=protected, label=args.label,
                     features=args.features, methods=args.methods, aux=args.aux,
                     aux_epochs=args.aux_epochs, sample=args.sample, batch_size=args.batch_size,
                     threshold=args.threshold, fail_above=args.fail_above,
                     max_flagged_rate=args.max_flagged_rate,
-                    protected_type=args.protected_type, fd_step=args.fd_step, seed=args.seed,
+                    protected_type=(args.protected_type[0] if len(args.protected_type) == 1
+                                    else args.protected_type),
+                    fd_step=args.fd_step, seed=args.seed,
                     out_dir=args.out, trust_pickle=args.trust_pickle,
                     trusted_types=args.trust_type, force=args.force,
                     progress=False if args.no_progress else None, alpha=args.alpha,
-                    null_permutations=args.null_permutations, fdr=args.fdr)
+                    null_permutations=args.null_permutations, fdr=args.fdr,
+                    aux_seeds=args.aux_seeds, min_cell=args.min_cell,
+                    intersection=not args.no_intersection)
     except FauxError as err:
         print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_INPUT
@@ -193,6 +211,13 @@ def _main(argv=None) -> int:
           f"flagged {s['flagged']['count']:,} ({s['flagged']['rate']:.3%}) with "
           f"{s['settings']['primary']} > {s['settings']['threshold']:.4g} "
           f"({s['calibration']['rule']}); outputs in {res.out_dir}")
+    views = s.get("groups", {}).get("views", {})
+    if len(views) > 1:  # several protected attributes: one line per view
+        for vname, v in views.items():
+            diff, ratio = v["largest_difference"], v["largest_ratio"]
+            print(f"  {vname}: {len(v['rows'])} groups, flagged by its own score "
+                  f"{sum(r['flagged'] for r in v['rows']):,}; largest difference of the "
+                  f"flagged rate {diff:.3%}, ratio {ratio:.3f}")
     if q.get("warning"):
         print(f"warning: {q['warning']}", file=sys.stderr)
     if not res.passed:

@@ -1,5 +1,7 @@
-"""``audit``: score every row of a data set for individual unfairness w.r.t. a protected
-attribute, with the model under test and an aux model trained here; write the outputs.
+"""``audit``: score every row of a data set for individual unfairness w.r.t. one or more
+protected attributes, with the model under test and aux models trained here; write the
+outputs. The first attribute decides ``flagged``; every attribute and the intersection of
+the categorical ones get a group view (``faux.audit.groups``).
 
 Two passes over the data, each in batches (a file is never loaded whole):
 
@@ -39,9 +41,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faux.audit.data import PROTECTED_TYPES, ArraySource, check_columns, open_source, scan
+from faux.audit.calibration import (
+    SEED_MAX,
+    _bh_cut,
+    _calibration,
+    _null_quantile,
+    _null_scores,
+)
+from faux.audit.data import (
+    PROTECTED_TYPES,
+    ArraySource,
+    check_columns,
+    open_source,
+    protected_list,
+    scan,
+)
+from faux.audit.groups import AUX_SEEDS, MIN_CELL
 from faux.audit.methods import audit_methods, default_methods
 from faux.audit.methods import threshold as default_threshold
+from faux.audit.ranking import _ranking, feature_groups  # noqa: F401 (re-exported)
 from faux.errors import ConfigError, DataError
 
 N_TOP = 50  # flagged rows shown with their contributions
@@ -57,7 +75,6 @@ STAGING_PREFIX = ".faux-audit.tmp-"  # staging folders inside an existing --out
 FD_STEP_MAX = 1.0
 FD_STEP_WARN = 0.25
 FD_STEP_LOW_WARN = 1e-4
-SEED_MAX = 2**32 - 1  # numpy and Lightning take seeds in [0, 2**32)
 ALPHA = 0.01  # default false-flag rate of the calibrated thresholds
 NULL_PERMUTATIONS = 3  # default number of aux models trained on a permuted protected attribute
 RULE_MANUAL, RULE_QUANTILE, RULE_BH = "manual threshold", "null quantile", "benjamini-hochberg"
@@ -94,6 +111,25 @@ class AuditResult:
     def scores(self, value: pd.DataFrame | None) -> None:
         self._scores = value
 
+    def by_group(self, view: str | None = None) -> pd.DataFrame:
+        """A group view (default: the first attribute's) as a DataFrame indexed by group:
+        rows, flagged, rate, mean_score, their intervals, top_features."""
+        from faux.audit.groups import by_group_frame
+
+        return by_group_frame(self.summary, view)
+
+    def difference(self, view: str | None = None) -> float:
+        """Largest difference of the flagged rate between a view's groups (max - min)."""
+        from faux.audit.groups import difference_ratio
+
+        return difference_ratio(self.by_group(view)["rate"])[0]
+
+    def ratio(self, view: str | None = None) -> float:
+        """Smallest ratio of the flagged rate between a view's groups (min / max)."""
+        from faux.audit.groups import difference_ratio
+
+        return difference_ratio(self.by_group(view)["rate"])[1]
+
     @property
     def flagged_rate(self) -> float:
         return float(self.summary["flagged"]["rate"])
@@ -119,24 +155,6 @@ class AuditResult:
                 f"{st['primary']} > {st['threshold']:.4g}; {gate}\n"
                 f"  rows above each threshold: {rates}\n"
                 f"  {where}")
-
-
-def feature_groups(features) -> list[str]:
-    """Original feature of each column: the part before '=' of one-hot names ('sex=Male')."""
-    return [f.split("=", 1)[0] if "=" in f else f for f in features]
-
-
-def _ranking(aux_z, z_sample: np.ndarray, features) -> dict:
-    import torch
-
-    from faux.methods.builtin import FAuxMethod
-    from faux.methods.transparency import aggregate_groups, faux_report
-
-    r = faux_report(aux_z, torch.as_tensor(z_sample, dtype=torch.float32), FAuxMethod.name)
-    if r.ndim == 2:  # k outputs: a feature matters if it matters for any of them
-        r = r.amax(dim=0)
-    agg = aggregate_groups(r, feature_groups(features))
-    return dict(sorted(agg.items(), key=lambda kv: -kv[1]))
 
 
 class _Progress:
@@ -216,9 +234,13 @@ def _is_number(v) -> bool:
 
 def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, batch_size,
                     threshold, fail_above, max_flagged_rate, protected_type, fd_step, seed,
-                    has_label, alpha=0.01, null_permutations=3, fdr=False) -> None:
+                    has_label, alpha=0.01, null_permutations=3, fdr=False,
+                    aux_seeds=AUX_SEEDS, min_cell=MIN_CELL, intersection=True) -> None:
     """Every setting that needs no data, in one line each, before anything is read."""
     from faux.audit.aux import AUX_KINDS
+    from faux.audit.groups import check_settings
+
+    check_settings(aux_seeds, min_cell, intersection)
 
     if not methods:
         raise ConfigError(f"no methods given; pass at least one of {', '.join(audit_methods())}")
@@ -259,13 +281,15 @@ def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, b
     if fdr and (threshold is not None or fail_above is not None):
         raise ConfigError("--fdr applies to the calibrated thresholds; drop it, or drop "
                           "--threshold / --fail-above (a manual threshold)")
-    if protected_type not in PROTECTED_TYPES:
-        raise ConfigError(f"protected_type={protected_type!r} is not one of {PROTECTED_TYPES}")
+    types = [protected_type] if isinstance(protected_type, str) else list(protected_type)
+    for t in types:
+        if t not in PROTECTED_TYPES:
+            raise ConfigError(f"protected_type={t!r} is not one of {PROTECTED_TYPES}")
     if aux not in AUX_KINDS:
         raise ConfigError(f"aux={aux!r} is not one of {AUX_KINDS}")
     if aux == "adel" and not has_label:
         raise ConfigError("--aux adel needs --label (the Adel aux is kept from reading y)")
-    if aux == "adel" and protected_type == "continuous":
+    if aux == "adel" and "continuous" in types:
         raise ConfigError("the Adel aux is a classifier; use --aux mlp for a continuous "
                           "protected attribute")
     if (not _is_number(fd_step) or not math.isfinite(fd_step) or not 0 < fd_step
@@ -507,7 +531,7 @@ def _deferred_interrupt():
 # --------------------------------------------------------------------------- the audit
 
 
-def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=None,
+def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
           label: str | None = None, features=None, methods=None,
           aux: str = "mlp", aux_epochs: int = 30, aux_width: int = 64, aux_depth: int = 2,
           sample: int = 20_000, batch_size: int = 65_536, threshold: float | None = None,
@@ -516,12 +540,19 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
           out_dir=None, name: str | None = None, trust_pickle: bool = False,
           trusted_types=(), progress: bool | None = None, report: bool = True,
           force: bool = False, alpha: float = ALPHA, null_permutations: int = NULL_PERMUTATIONS,
-          fdr: bool = False) -> AuditResult:
-    """Audit ``model`` for individual unfairness with respect to a protected attribute.
+          fdr: bool = False, aux_seeds: int = AUX_SEEDS, min_cell: int = MIN_CELL,
+          intersection: bool = True) -> AuditResult:
+    """Audit ``model`` for individual unfairness with respect to protected attributes.
 
-    Data: in memory (``X`` a DataFrame or array, ``c`` the protected values or the name of a
-    column of ``X``, optional ``y``), or a file (``data`` a CSV/Parquet path and
-    ``protected`` its column name, optional ``label``). ``model``: a torch module returning
+    Data: in memory (``X`` a DataFrame or array, ``c`` the protected values, the name of a
+    column of ``X``, a list of such names, or a DataFrame of several attributes; optional
+    ``y``), or a file (``data`` a CSV/Parquet path and ``protected`` a column name or a
+    list of them, optional ``label``). The first attribute decides ``flagged``; each
+    attribute, and the intersection of the categorical ones (cells with fewer than
+    ``min_cell`` sample rows merged; ``intersection=False``: none), gets its own aux model,
+    scores (``<method>:<attribute>`` columns) and group view, with intervals over rows and
+    over ``aux_seeds`` aux models (``faux.audit.groups``; ``AuditResult.by_group``).
+    ``protected_type``: one type for every attribute, or a list with one per attribute. ``model``: a torch module returning
     logits, a fitted scikit-learn-like classifier, a function x -> probability, or a model
     file (see ``faux.audit.models``). ``methods``: scorers (default
     ``faux.audit.methods.default_methods()``), the first one decides ``flagged``.
@@ -550,7 +581,8 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
                           fd_step=fd_step, seed=seed, out_dir=out_dir, name=name,
                           trust_pickle=trust_pickle, trusted_types=trusted_types,
                           progress=progress, report=report, force=force, alpha=alpha,
-                          null_permutations=null_permutations, fdr=fdr)
+                          null_permutations=null_permutations, fdr=fdr, aux_seeds=aux_seeds,
+                          min_cell=min_cell, intersection=intersection)
         except _Interrupted:
             raise KeyboardInterrupt from None
 
@@ -558,8 +590,10 @@ def audit(model, X=None, c=None, *, data=None, protected: str | None = None, y=N
 def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, aux_epochs,
            aux_width, aux_depth, sample, batch_size, threshold, fail_above, max_flagged_rate,
            protected_type, fd_step, seed, out_dir, name, trust_pickle, trusted_types,
-           progress, report, force, alpha, null_permutations, fdr) -> AuditResult:
+           progress, report, force, alpha, null_permutations, fdr, aux_seeds, min_cell,
+           intersection) -> AuditResult:
     from faux.audit.aux import train_aux
+    from faux.audit.groups import build_views, finish_views, train_views
     from faux.audit.models import as_target, load_model
     from faux.audit.scoring import Scorer, check_methods_for
 
@@ -570,7 +604,8 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                     threshold=threshold, fail_above=fail_above,
                     max_flagged_rate=max_flagged_rate, protected_type=protected_type,
                     fd_step=fd_step, seed=seed, has_label=has_label, alpha=alpha,
-                    null_permutations=null_permutations, fdr=fdr)
+                    null_permutations=null_permutations, fdr=fdr, aux_seeds=aux_seeds,
+                    min_cell=min_cell, intersection=intersection)
     files = [f for f in OUTPUT_FILES if report or f != "report.html"]
     if out_dir is not None:  # before the data are opened: a bad --out fails fast
         _inspect_out(Path(os.path.abspath(out_dir)), files, force)
@@ -578,21 +613,20 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
         if protected is None:
             raise ConfigError("pass protected=<column name> with data=<file>")
         source = open_source(data)
-        c_col, y_col = protected, label
+        c_cols, y_col = protected_list(protected), label
     else:
         if X is None or c is None:
             raise ConfigError("pass X and c (in memory) or data and protected (a file)")
         source = ArraySource(X, c, y)
-        c_col, y_col = source.c_name, source.y_name
-        if isinstance(c, str) or isinstance(y, str):
-            drop = [v for v in (c, y) if isinstance(v, str)]
+        c_cols, y_col = source.c_names, source.y_name
+        drop = [v for v in [*c_cols, y_col] if v in source.columns]  # named columns of X
+        if drop:
             if features is None:
                 features = [f for f in source.columns if f not in drop]
-    if c_col in source.columns or data is not None:
-        feats = check_columns(source.columns, c_col, y_col, features, source.name)
-    else:
-        feats = check_columns(source.columns + [c_col] + ([y_col] if y_col else []), c_col,
-                              y_col, features, source.name)
+    extra = [] if data is not None else [
+        v for v in [*c_cols, y_col] if v is not None and v not in source.columns]
+    feats = check_columns(source.columns + extra, c_cols, y_col, features, source.name)
+    c_col = c_cols[0]
     name = name or source.name
     thr = fail_above if fail_above is not None else threshold
     primary = methods[0]
@@ -614,38 +648,48 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
     staging = None
     try:
         try:
-            sc = scan(source, feats, c_col, y_col, sample=int(sample),
+            sc = scan(source, feats, c_cols, y_col, sample=int(sample),
                       batch_size=int(batch_size), seed=seed, protected_type=protected_type,
                       progress=bar.start("checking", source.n_rows))
+            views = build_views(sc, int(min_cell), intersection)
             _check_model_on_sample(target, sc.x)
             z_sample = (sc.x - sc.mean) / sc.scale
-            try:
+            try:  # Lightning's trainer exits (SystemExit) on a KeyboardInterrupt
                 aux_z, quality = train_aux(z_sample, sc.c, sc.protected, sc.y, kind=aux,
                                            width=aux_width, depth=aux_depth,
                                            epochs=int(aux_epochs), seed=seed)
-            except SystemExit:  # Lightning's trainer exits on a KeyboardInterrupt
+                ranking = _ranking(aux_z, z_sample, feats)
+                scorer = Scorer(target, aux_z, sc.mean, sc.scale, methods, fd_step=fd_step,
+                                batch_size=min(int(batch_size), 65_536))
+                k = 1 if sc.protected.kind != "categorical" else len(sc.protected.levels)
+                null = None
+                if rule == RULE_MANUAL:
+                    thresholds = {primary: thr, **{m: default_threshold(m) for m in methods[1:]}}
+                else:
+                    null = _null_scores(target, aux_z, sc, z_sample, methods, aux=aux,
+                                        aux_width=aux_width, aux_depth=aux_depth,
+                                        aux_epochs=int(aux_epochs), n_perm=null_permutations,
+                                        seed=seed, fd_step=fd_step,
+                                        batch_size=min(int(batch_size), 65_536), bar=bar)
+                    thresholds = {m: _null_quantile(null["scores"][m], alpha) for m in methods}
+                train_views(views, target, sc, z_sample, methods,
+                            primary={"aux": aux_z, "quality": quality, "thresholds": thresholds,
+                                     "null": null, "scorer": scorer},
+                            aux_seeds=int(aux_seeds), bar=bar, settings=dict(
+                                aux=aux, aux_width=aux_width, aux_depth=aux_depth,
+                                aux_epochs=int(aux_epochs), seed=seed, fd_step=fd_step,
+                                batch_size=min(int(batch_size), 65_536), rule=rule, alpha=alpha,
+                                null_permutations=null_permutations,
+                                manual=dict(thresholds) if rule == RULE_MANUAL else None))
+            except SystemExit:
                 raise _Interrupted from None
-            ranking = _ranking(aux_z, z_sample, feats)
-            scorer = Scorer(target, aux_z, sc.mean, sc.scale, methods, fd_step=fd_step,
-                            batch_size=min(int(batch_size), 65_536))
-            k = 1 if sc.protected.kind != "categorical" else len(sc.protected.levels)
-            null = None
-            if rule == RULE_MANUAL:
-                thresholds = {primary: thr, **{m: default_threshold(m) for m in methods[1:]}}
-            else:
-                null = _null_scores(target, aux_z, sc, z_sample, methods, aux=aux,
-                                    aux_width=aux_width, aux_depth=aux_depth,
-                                    aux_epochs=int(aux_epochs), n_perm=null_permutations,
-                                    seed=seed, fd_step=fd_step,
-                                    batch_size=min(int(batch_size), 65_536), bar=bar)
-                thresholds = {m: _null_quantile(null["scores"][m], alpha) for m in methods}
             if out is not None:
                 staging = _Staging(Path(os.path.abspath(out)), files, force)
-            res = _score_all(source, feats, c_col, sc, scorer, methods, thresholds,
+            res = _score_all(source, feats, c_cols, sc, scorer, methods, thresholds,
                              None if staging is None else staging.dir, bar,
                              batch_size=int(batch_size), seed=seed, keep=data is None,
                              bh_null=null["scores"][primary] if rule == RULE_BH else None,
-                             alpha=alpha)
+                             alpha=alpha, views=views)
         finally:
             bar.stop()
         n_flag, per_group, top, plot_scores, mem_scores, t_score, above, bh = res
@@ -700,6 +744,8 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                              for f, v in list(ranking.items())[:10]],
             "gate": {"passed": not gate_reasons, "reasons": gate_reasons,
                      "exit_code": 0 if not gate_reasons else 1},
+            "groups": finish_views(views, sc, z_sample, feats, methods, n_rows=sc.n_rows,
+                                   alpha=alpha, seed=seed, primary_threshold=thr),
             "seconds_total": round(time.perf_counter() - t_start, 3),
         }
         result = AuditResult(summary, ranking, top_df, mem_scores, None, not gate_reasons,
@@ -715,12 +761,14 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
     return result
 
 
-def _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar, *, batch_size,
-               seed, keep, bh_null=None, alpha=ALPHA):
+def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar, *,
+               batch_size, seed, keep, bh_null=None, alpha=ALPHA, views=()):
     """One pass over the data: scores, flags, counts per group, the top rows, the plot
-    sample. With ``bh_null`` (the first method's sorted null scores) the rows' p-values are
+    sample, the group views' statistics and scores (``faux.audit.groups``). With ``bh_null`` (the first method's sorted null scores) the rows' p-values are
     counted per exceedance count, the Benjamini-Hochberg cut is taken at the end and
     ``flagged`` holds the rows with p <= alpha meanwhile (a superset)."""
+    from faux.audit.groups import add_batch
+
     primary = methods[0]
     thr = thresholds[primary]
     n_null = 0 if bh_null is None else len(bh_null)
@@ -739,7 +787,7 @@ def _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar, 
     advance = bar.start("scoring", sc.n_rows)
     t0 = time.perf_counter()
     try:
-        for b in source.batches(feats, c_col, None, batch_size):
+        for b in source.batches(feats, c_cols, None, batch_size):
             s = scorer.score(b.x)
             groups = sc.protected.group_labels(b.c)
             if bh_null is not None:  # exceedances: null scores at or above each row's
@@ -747,7 +795,8 @@ def _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar, 
                 hist += np.bincount(e, minlength=n_null + 1)
                 flagged = (1 + e) / (n_null + 1) <= alpha
             else:
-                flagged = s[primary] > thr
+                e, flagged = None, s[primary] > thr
+            extra = add_batch(views, b, s, flagged, e, groups, methods, alpha) if views else {}
             for m in methods:
                 above[m] += int((s[m] > thresholds[m]).sum())
             n_flag += int(flagged.sum())
@@ -773,7 +822,8 @@ def _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar, 
                 plot[m].append(s[m][sel])
             plot["group"].append(groups[sel].astype(str))
             frame = pd.DataFrame({"row_id": np.arange(b.start, b.start + len(flagged)),
-                                  **{m: s[m] for m in methods}, "flagged": flagged})
+                                  **{m: s[m] for m in methods}, "flagged": flagged,
+                                  **extra})
             if mem is not None:
                 mem.append(frame.assign(group=groups))
             if tmp is not None:
@@ -805,15 +855,6 @@ def _score_all(source, feats, c_col, sc, scorer, methods, thresholds, tmp, bar, 
     return n_flag, by_group, top, plot_scores, scores, t_score, above, bh
 
 
-def _bh_cut(hist: np.ndarray, n: int, alpha: float) -> int:
-    """Benjamini-Hochberg over ``n`` rows whose p-values are ``(1 + e) / (M + 1)``, ``hist[e]``
-    rows having ``e`` null scores at or above theirs: the largest ``e`` flagged, or -1."""
-    m = len(hist) - 1
-    p = (1 + np.arange(m + 1)) / (m + 1)
-    ok = np.flatnonzero(p <= alpha * np.cumsum(hist) / n)
-    return int(ok[-1]) if ok.size else -1
-
-
 def _rewrite_flagged(path: Path, primary: str, threshold: float) -> None:
     """Set ``flagged`` of a staged scores.parquet to ``primary > threshold``."""
     import pyarrow as pa
@@ -835,75 +876,6 @@ def _rewrite_flagged(path: Path, primary: str, threshold: float) -> None:
         if writer is not None:
             writer.close()
     os.replace(tmp, path)
-
-
-def _null_scores(target, aux_z, sc, z_sample, methods, *, aux, aux_width, aux_depth,
-                 aux_epochs, n_perm, seed, fd_step, batch_size, bar) -> dict:
-    """Every method's scores of the sample rows under ``n_perm`` aux models trained, as the
-    aux was, on a random permutation of the protected attribute (which breaks its link to
-    the features). A null aux's logit has no unit of its own, so at every row it is
-    steepened to the aux's gradient norm there (``Steepened``): a score that divides by the
-    aux's gradient (fAux) then compares only the direction the aux found with directions
-    noise led to; scale-free scores (fAux+NG) are unchanged."""
-    from faux.audit.aux import Steepened, train_aux
-    from faux.audit.scoring import Scorer
-
-    rng = np.random.default_rng([seed, 1])
-    pooled: dict[str, list] = {m: [] for m in methods}
-    advance = bar.start("null models", n_perm * len(sc.x))
-    for p in range(n_perm):
-        perm = rng.permutation(len(sc.c))
-        try:
-            net, _ = train_aux(z_sample, sc.c[perm], sc.protected, sc.y, kind=aux,
-                               width=aux_width, depth=aux_depth, epochs=aux_epochs,
-                               seed=(seed + 1 + p) % (SEED_MAX + 1))
-        except SystemExit:  # Lightning's trainer exits on a KeyboardInterrupt
-            raise _Interrupted from None
-        scorer = Scorer(target, Steepened(net, aux_z), sc.mean, sc.scale, methods,
-                        fd_step=fd_step, batch_size=batch_size)
-        for s in range(0, len(sc.x), batch_size):
-            out = scorer.score(sc.x[s:s + batch_size])
-            for m in methods:
-                pooled[m].append(out[m])
-            advance(len(out[methods[0]]))
-    scores = {}
-    for m, parts in pooled.items():
-        v = np.concatenate(parts)
-        scores[m] = np.sort(v[np.isfinite(v)])
-    return {"scores": scores, "rows": int(len(sc.x))}
-
-
-def _null_quantile(null: np.ndarray, alpha: float) -> float:
-    """The (1 - alpha) quantile of a method's null scores (the next null score above it)."""
-    if null.size == 0:
-        return math.inf
-    return float(np.quantile(null, 1 - alpha, method="higher"))
-
-
-def _calibration(rule, alpha, n_perm, null, methods, thresholds, n_rows, n_flag, fdr) -> dict:
-    """summary.json's statement of how the threshold was set."""
-    if null is None:
-        return {"rule": rule, "alpha": None, "null_permutations": 0, "null_quantiles": None,
-                "expected_false_flags": None,
-                "text": f"manual threshold: {methods[0]} > {thresholds[methods[0]]:g}"}
-    quant = {m: {"50%": _null_quantile(v, 0.5), "90%": _null_quantile(v, 0.1),
-                 "99%": _null_quantile(v, 0.01), f"{1 - alpha:.4g}": _null_quantile(v, alpha)}
-             for m, v in null["scores"].items()}
-    if fdr:
-        expected = alpha * n_flag
-        text = (f"Benjamini-Hochberg at false discovery rate {alpha:g} over the {n_rows:,} rows, "
-                f"p-values from {n_perm} permuted-c aux models x {null['rows']:,} rows: "
-                f"{methods[0]} > {thresholds[methods[0]]:.4g}; at most {expected:.1f} of the "
-                f"{n_flag:,} flagged rows expected false")
-    else:
-        expected = alpha * n_rows
-        text = (f"{methods[0]} above the {1 - alpha:.4g} quantile of its scores under {n_perm} "
-                f"permuted-c aux models x {null['rows']:,} rows ({thresholds[methods[0]]:.4g}); "
-                f"about {expected:.1f} of {n_rows:,} rows flagged by chance for a model that "
-                "ignores the protected attribute")
-    return {"rule": rule, "alpha": alpha, "fdr": fdr, "null_permutations": n_perm,
-            "null_rows_per_permutation": null["rows"],
-            "null_quantiles": quant, "expected_false_flags": expected, "text": text}
 
 
 def _top_frame(top, scorer, feats, n_features: int = 5) -> pd.DataFrame:

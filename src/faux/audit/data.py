@@ -1,10 +1,11 @@
 """Reading the data to audit in batches: CSV / Parquet files (pyarrow) or in-memory arrays.
 
 ``open_source`` gives a ``Source`` with the column names; ``Source.batches`` yields
-``Batch``es (features as float64 ``(m, d)``, the protected column, the label) of at most
+``Batch``es (features as float64 ``(m, d)``, the protected columns, the label) of at most
 ``batch_size`` rows, so a file is never held in memory whole. ``scan`` makes one pass that
-checks the features (NaN/inf rows are counted and refused), describes the protected
-attribute and draws a uniform random sample of rows (for the aux model and the plots).
+checks the features (NaN/inf rows are counted and refused), describes each protected
+attribute (and counts the rows of every combination of the categorical ones, for their
+intersection) and draws a uniform random sample of rows (for the aux models and the plots).
 """
 
 from __future__ import annotations
@@ -28,8 +29,16 @@ MAX_CATEGORIES = 20  # a numeric protected column with more distinct values is c
 class Batch:
     start: int  # row id of the first row
     x: np.ndarray  # (m, d) float64
-    c: np.ndarray  # (m,) raw protected values
+    c: np.ndarray  # (m,) raw values of the (first) protected attribute
     y: np.ndarray | None
+    cs: dict | None = None  # every protected attribute's raw values, by column name
+
+
+def protected_list(protected) -> list[str]:
+    """The protected column names: one name, or a list of names."""
+    if protected is None:
+        return []
+    return [protected] if isinstance(protected, str) else list(protected)
 
 
 def _suggest(name: str, columns: Sequence[str]) -> str:
@@ -40,11 +49,17 @@ def _suggest(name: str, columns: Sequence[str]) -> str:
     return f"columns are: {shown}"
 
 
-def check_columns(columns: Sequence[str], protected: str, label: str | None,
+def check_columns(columns: Sequence[str], protected, label: str | None,
                   features: Sequence[str] | None, what: str) -> list[str]:
-    """The feature columns; one-line DataError for a missing or misspelled name."""
+    """The feature columns; one-line DataError for a missing or misspelled name.
+    ``protected``: one column name or a list of them."""
     cols = list(columns)
-    for role, name in (("protected", protected), ("label", label)):
+    prot = protected_list(protected)
+    if len(set(prot)) != len(prot):
+        raise ConfigError(f"protected columns are repeated: {prot}")
+    if label is not None and label in prot:
+        raise ConfigError(f"label column {label!r} is also a protected column; pass it once")
+    for role, name in [*(("protected", p) for p in prot), ("label", label)]:
         if name is not None and name not in cols:
             raise DataError(f"{role} column {name!r} is not in {what}; {_suggest(name, cols)}")
     if features:
@@ -53,12 +68,12 @@ def check_columns(columns: Sequence[str], protected: str, label: str | None,
                 raise DataError(f"feature column {name!r} is not in {what}; "
                                 f"{_suggest(name, cols)}")
         feats = list(features)
-        for role, name in (("protected", protected), ("label", label)):
+        for role, name in [*(("protected", p) for p in prot), ("label", label)]:
             if name in feats:
                 raise ConfigError(f"{role} column {name!r} is also listed in --features; the "
                                   "model must not read it (remove it from --features)")
     else:
-        feats = [c for c in cols if c not in (protected, label)]
+        feats = [c for c in cols if c not in (*prot, label)]
     if not feats:
         raise DataError(f"{what} has no feature columns besides the protected/label ones")
     return feats
@@ -71,8 +86,10 @@ class Source:
     n_rows: int | None
     name: str
 
-    def batches(self, features: Sequence[str], protected: str, label: str | None,
+    def batches(self, features: Sequence[str], protected, label: str | None,
                 batch_size: int) -> Iterator[Batch]:
+        """Batches of ``features``; ``protected`` one column name or a list of them (the
+        first one is ``Batch.c``, all of them ``Batch.cs``)."""
         raise NotImplementedError
 
 
@@ -96,7 +113,9 @@ def _free_name(candidates, taken) -> str:
 
 
 class ArraySource(Source):
-    """In-memory data: a DataFrame (named columns) or a 2-D array, plus c (and y)."""
+    """In-memory data: a DataFrame (named columns) or a 2-D array, plus c (and y). ``c``: the
+    protected values (an array), a column name of X, a list of column names of X, or a
+    DataFrame of several protected attributes (one column each)."""
 
     def __init__(self, X, c, y=None, name: str = "data"):
         if isinstance(X, pd.DataFrame):
@@ -107,13 +126,29 @@ class ArraySource(Source):
                 raise DataError(f"X must be 2-D (rows, features), got shape {arr.shape}")
             self.frame = pd.DataFrame(arr, columns=[f"x{j}" for j in range(arr.shape[1])])
         n = len(self.frame)
-        if isinstance(c, str):
-            if c not in self.frame.columns:
-                raise DataError(f"protected column {c!r} is not in X; "
-                                f"{_suggest(c, list(map(str, self.frame.columns)))}")
-            self.c_name, self.c = c, self.frame[c].to_numpy()
+        self.cs: dict = {}
+        if isinstance(c, str) or (isinstance(c, list | tuple) and c and all(
+                isinstance(v, str) for v in c) and (len(c) != n or all(
+                    v in self.frame.columns for v in c))):  # names, not values
+            for name in protected_list(c):
+                if name not in self.frame.columns:
+                    raise DataError(f"protected column {name!r} is not in X; "
+                                    f"{_suggest(name, list(map(str, self.frame.columns)))}")
+                self.cs[name] = self.frame[name].to_numpy()
+            self.c_name = protected_list(c)[0]
+        elif isinstance(c, pd.DataFrame):
+            if c.shape[1] == 0:
+                raise DataError("c is a DataFrame without columns; pass one column per "
+                                "protected attribute")
+            names = [str(col) for col in c.columns]
+            if len(set(names)) != len(names):
+                raise ConfigError(f"protected columns are repeated: {names}")
+            self.cs = {nm: c.iloc[:, j].to_numpy() for j, nm in enumerate(names)}
+            self.c_name = names[0]
         else:
-            self.c_name, self.c = None, np.asarray(c).reshape(-1)
+            self.c_name = None
+        self.c = (next(iter(self.cs.values())) if self.cs
+                  else np.asarray(c).reshape(-1))
         if isinstance(y, str):
             if y not in self.frame.columns:
                 raise DataError(f"label column {y!r} is not in X; "
@@ -122,7 +157,7 @@ class ArraySource(Source):
         else:
             self.y_name = None
             self.y = None if y is None else np.asarray(y).reshape(-1)
-        for what, arr in (("c", self.c), ("y", self.y)):
+        for what, arr in (("c", self.c), *self.cs.items(), ("y", self.y)):
             if arr is not None and arr.shape[0] != n:
                 raise DataError(f"{what} has {arr.shape[0]} values but X has {n} rows; pass one "
                                 "value per row")
@@ -133,7 +168,9 @@ class ArraySource(Source):
         taken = set(self.columns)
         if self.c_name is None:
             self.c_name = _free_name(("c", "c_protected"), taken)
+            self.cs = {self.c_name: self.c}
         taken.add(self.c_name)
+        self.c_names = list(self.cs)
         if self.y is not None and self.y_name is None:
             self.y_name = _free_name(("y", "y_label"), taken)
         self.n_rows = n
@@ -145,7 +182,8 @@ class ArraySource(Source):
             part = x_all.iloc[s:s + batch_size]
             x = np.column_stack([_as_float(part[f].to_numpy(), f) for f in features])
             y = None if self.y is None else self.y[s:s + batch_size]
-            yield Batch(s, x, self.c[s:s + batch_size], y)
+            cs = {p: self.cs[p][s:s + batch_size] for p in protected_list(protected)}
+            yield Batch(s, x, next(iter(cs.values())), y, cs)
 
 
 class FileSource(Source):
@@ -182,7 +220,7 @@ class FileSource(Source):
         if self.n_rows == 0:
             raise DataError(f"data file {self.path} has no rows")
 
-    def _record_batches(self, columns, batch_size):
+    def _record_batches(self, columns, features, batch_size):
         import pyarrow as pa
 
         if self.parquet:
@@ -194,7 +232,7 @@ class FileSource(Source):
             return
         import pyarrow.csv as pcsv
 
-        types = {c: pa.float64() for c in columns[2:]}
+        types = {c: pa.float64() for c in features}
         reader = pcsv.open_csv(
             self.path, read_options=pcsv.ReadOptions(block_size=1 << 22),
             convert_options=pcsv.ConvertOptions(include_columns=[c for c in columns if c],
@@ -204,11 +242,11 @@ class FileSource(Source):
                 yield rb.slice(s, batch_size)
 
     def batches(self, features, protected, label, batch_size):
-        cols = [protected, label or "", *features]
-        want = [c for c in cols if c]
+        prot = protected_list(protected)
+        want = [c for c in [*prot, label, *features] if c]
         start = 0
         try:
-            for rb in self._record_batches(cols if not self.parquet else want, batch_size):
+            for rb in self._record_batches(want, features, batch_size):
                 m = rb.num_rows
                 if m == 0:
                     continue
@@ -220,9 +258,9 @@ class FileSource(Source):
                     except (TypeError, ValueError) as err:
                         raise DataError(f"feature column {f!r} is not numeric; encode it as the "
                                         "model expects before auditing") from err
-                c = rb.column(protected).to_numpy(zero_copy_only=False)
+                cs = {p: rb.column(p).to_numpy(zero_copy_only=False) for p in prot}
                 y = rb.column(label).to_numpy(zero_copy_only=False) if label else None
-                yield Batch(start, x, c, y)
+                yield Batch(start, x, cs[prot[0]], y, cs)
                 start += m
         except DataError:
             raise
@@ -288,11 +326,19 @@ class Scan:
     n_rows: int
     sample_rows: np.ndarray  # row ids of the sample, sorted
     x: np.ndarray  # (s, d) float64 sample
-    c: np.ndarray
+    c: np.ndarray  # the first protected attribute's sample values
     y: np.ndarray | None
-    protected: ProtectedInfo
+    protected: ProtectedInfo  # the first protected attribute
     mean: np.ndarray  # standardisation of each feature (0/1 columns: 0 and 1)
     scale: np.ndarray
+    attrs: dict = field(default_factory=dict)  # name -> ProtectedInfo, every attribute
+    cs: dict = field(default_factory=dict)  # name -> sample values, every attribute
+    # rows of each combination of the attributes' values (None for a continuous one), or
+    # None when there were more than MAX_JOINT combinations
+    joint: dict | None = None
+
+
+MAX_JOINT = 10_000  # combinations of protected values counted for the intersection
 
 
 def _is_numeric(values: np.ndarray) -> bool:
@@ -303,51 +349,129 @@ def _is_numeric(values: np.ndarray) -> bool:
         return False
 
 
-def scan(source: Source, features, protected: str, label: str | None, *, sample: int,
-         batch_size: int, seed: int = 0, protected_type: str = "auto",
+class _Column:
+    """Running description of one protected column over the scan."""
+
+    def __init__(self, name: str, protected_type: str):
+        self.name, self.type = name, protected_type
+        self.counts: dict = {}
+        self.too_many = False
+        self.numeric = True
+        self.n_null = 0
+
+    def add(self, c: np.ndarray) -> np.ndarray | None:
+        """Count a batch's values; returns them as counted (None where missing)."""
+        null_c = pd.isna(c)
+        self.n_null += int(null_c.sum())
+        if self.numeric and not _is_numeric(c[~null_c]):
+            self.numeric = False
+        if self.too_many:
+            return None
+        cv = c[~null_c]
+        cv = np.asarray(cv, dtype=np.float64) if self.numeric else np.asarray(cv).astype(str)
+        vals, cnt = np.unique(cv, return_counts=True)
+        for v, k in zip(vals, cnt):
+            self.counts[_key(v)] = self.counts.get(_key(v), 0) + int(k)
+        self.too_many = len(self.counts) > 1000
+        return None if null_c.any() else cv
+
+    @property
+    def categorical(self) -> bool:
+        """Still a candidate for the intersection (not continuous, not too many values)."""
+        if self.type == "continuous" or self.too_many:
+            return False
+        if self.type == "auto":
+            return not (self.numeric and len(self.counts) > MAX_CATEGORIES)
+        return True
+
+
+def _count_joint(joint: dict, cols: list) -> None:
+    """Add a batch's combinations (``cols``: one array per attribute, None for one left out
+    of the intersection) to ``joint``."""
+    parts = [np.unique(v, return_inverse=True) if v is not None else None for v in cols]
+    m = next(len(v) for v in cols if v is not None)
+    code = np.zeros(m, dtype=np.int64)
+    for part in parts:
+        if part is not None:
+            code = code * len(part[0]) + part[1].reshape(-1)
+    codes, cnt = np.unique(code, return_counts=True)
+    for cd, k in zip(codes.tolist(), cnt.tolist()):
+        key = []
+        for part in reversed(parts):
+            if part is None:
+                key.append(None)
+                continue
+            key.append(_key(part[0][cd % len(part[0])]))
+            cd //= len(part[0])
+        key = tuple(reversed(key))
+        joint[key] = joint.get(key, 0) + k
+
+
+def _drop_from_joint(joint: dict, i: int) -> dict:
+    out: dict = {}
+    for key, k in joint.items():
+        key = (*key[:i], None, *key[i + 1:])
+        out[key] = out.get(key, 0) + k
+    return out
+
+
+def scan(source: Source, features, protected, label: str | None, *, sample: int,
+         batch_size: int, seed: int = 0, protected_type="auto",
          progress=None) -> Scan:
-    """One pass: count rows, refuse NaN/inf features, describe c, sample ``sample`` rows."""
-    if protected_type not in PROTECTED_TYPES:
-        raise ConfigError(f"protected_type={protected_type!r} is not one of {PROTECTED_TYPES}")
+    """One pass: count rows, refuse NaN/inf features, describe each protected attribute
+    (``protected``: a column name or a list; ``protected_type``: one type for all or one
+    per attribute), count their combinations, sample ``sample`` rows."""
+    prot = protected_list(protected)
+    types = ([protected_type] * len(prot) if isinstance(protected_type, str)
+             else list(protected_type))
+    if len(types) == 1:
+        types = types * len(prot)
+    if len(types) != len(prot):
+        raise ConfigError(f"{len(types)} protected types for {len(prot)} protected columns; "
+                          "pass one type, or one per column")
+    for t in types:
+        if t not in PROTECTED_TYPES:
+            raise ConfigError(f"protected_type={t!r} is not one of {PROTECTED_TYPES}")
     rng = np.random.default_rng(seed)
     keys = np.empty(0)
     rows = np.empty(0, dtype=np.int64)
     xs = np.empty((0, len(features)))
-    cs = np.empty(0, dtype=object)
+    cs = {p: np.empty(0, dtype=object) for p in prot}
     ys = None if label is None else np.empty(0, dtype=object)
-    n = n_bad = n_null_c = 0
+    n = n_bad = 0
     first_bad: list[int] = []
-    counts: dict = {}
-    too_many = False
-    numeric = True
-    for b in source.batches(features, protected, label, batch_size):
+    cols = [_Column(p, t) for p, t in zip(prot, types)]
+    joint: dict | None = {} if len(prot) > 1 else None
+    in_joint = [True] * len(prot)
+    for b in source.batches(features, prot, label, batch_size):
         m = b.x.shape[0]
         bad = ~np.isfinite(b.x).all(axis=1)
         if bad.any():
             n_bad += int(bad.sum())
             first_bad += (b.start + np.flatnonzero(bad)[:5 - len(first_bad)]).tolist()
-        null_c = pd.isna(b.c)
-        n_null_c += int(null_c.sum())
-        if numeric and not _is_numeric(b.c[~null_c]):
-            numeric = False
-        if not too_many:
-            cv = b.c[~null_c]
-            cv = np.asarray(cv, dtype=np.float64) if numeric else np.asarray(cv).astype(str)
-            vals, cnt = np.unique(cv, return_counts=True)
-            for v, k in zip(vals, cnt):
-                counts[_key(v)] = counts.get(_key(v), 0) + int(k)
-            too_many = len(counts) > 1000
+        counted = [col.add(b.cs[col.name]) for col in cols]
+        if joint is not None:
+            for i, col in enumerate(cols):
+                if in_joint[i] and not col.categorical:
+                    in_joint[i] = False
+                    joint = _drop_from_joint(joint, i)
+            if any(in_joint) and all(v is not None for v, j in zip(counted, in_joint) if j):
+                _count_joint(joint, [v if j else None for v, j in zip(counted, in_joint)])
+            if len(joint) > MAX_JOINT:
+                joint = None
         # uniform sample without replacement: keep the `sample` smallest random keys
         k_b = rng.random(m)
         keys = np.concatenate([keys, k_b])
         rows = np.concatenate([rows, b.start + np.arange(m)])
         xs = np.concatenate([xs, b.x])
-        cs = np.concatenate([cs, np.asarray(b.c, dtype=object)])
+        for p in prot:
+            cs[p] = np.concatenate([cs[p], np.asarray(b.cs[p], dtype=object)])
         if ys is not None:
             ys = np.concatenate([ys, np.asarray(b.y, dtype=object)])
         if keys.shape[0] > sample:
             keep = np.argpartition(keys, sample)[:sample]
-            keys, rows, xs, cs = keys[keep], rows[keep], xs[keep], cs[keep]
+            keys, rows, xs = keys[keep], rows[keep], xs[keep]
+            cs = {p: v[keep] for p, v in cs.items()}
             ys = None if ys is None else ys[keep]
         n += m
         if progress is not None:
@@ -357,18 +481,25 @@ def scan(source: Source, features, protected: str, label: str | None, *, sample:
     if n_bad:
         raise DataError(f"features hold NaN or inf in {n_bad} rows (first rows: "
                         f"{', '.join(map(str, first_bad))}); impute or drop them before auditing")
-    if n_null_c:
-        raise DataError(f"protected column {protected!r} is missing in {n_null_c} rows; fill or "
-                        "drop those rows")
+    for col in cols:
+        if col.n_null:
+            raise DataError(f"protected column {col.name!r} is missing in {col.n_null} rows; "
+                            "fill or drop those rows")
     if ys is not None and pd.isna(ys).any():
         raise DataError(f"label column {label!r} is missing in {int(pd.isna(ys).sum())} sampled "
                         "rows; fill or drop those rows")
     order = np.argsort(rows)
-    rows, xs, cs = rows[order], xs[order], cs[order]
+    rows, xs = rows[order], xs[order]
+    cs = {p: v[order] for p, v in cs.items()}
     ys = None if ys is None else ys[order]
-    info = _describe_protected(protected, counts, too_many, numeric, cs, protected_type)
+    attrs = {col.name: _describe_protected(col.name, col.counts, col.too_many, col.numeric,
+                                           cs[col.name], col.type) for col in cols}
+    if joint is not None:  # only the categorical attributes enter the intersection
+        for i, col in enumerate(cols):
+            if in_joint[i] and attrs[col.name].kind == "continuous":
+                joint = _drop_from_joint(joint, i)
     mean, scale = _standardisation(xs)
-    return Scan(n, rows, xs, cs, ys, info, mean, scale)
+    return Scan(n, rows, xs, cs[prot[0]], ys, attrs[prot[0]], mean, scale, attrs, cs, joint)
 
 
 def _describe_protected(name, counts, too_many, numeric, c_sample, protected_type):

@@ -1,0 +1,88 @@
+"""Calibrated thresholds of the audit: every method's scores of the sample rows under aux
+models trained on a randomly permuted protected attribute (the null distribution), their
+quantiles, the Benjamini-Hochberg cut over the rows, and summary.json's statement of the
+rule. A Ctrl-C while a null aux trains surfaces as Lightning's ``SystemExit``; the caller
+turns it into an interrupt."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+SEED_MAX = 2**32 - 1  # numpy and Lightning take seeds in [0, 2**32)
+
+
+def _bh_cut(hist: np.ndarray, n: int, alpha: float) -> int:
+    """Benjamini-Hochberg over ``n`` rows whose p-values are ``(1 + e) / (M + 1)``, ``hist[e]``
+    rows having ``e`` null scores at or above theirs: the largest ``e`` flagged, or -1."""
+    m = len(hist) - 1
+    p = (1 + np.arange(m + 1)) / (m + 1)
+    ok = np.flatnonzero(p <= alpha * np.cumsum(hist) / n)
+    return int(ok[-1]) if ok.size else -1
+
+
+def _null_scores(target, aux_z, sc, z_sample, methods, *, aux, aux_width, aux_depth,
+                 aux_epochs, n_perm, seed, fd_step, batch_size, bar) -> dict:
+    """Every method's scores of the sample rows under ``n_perm`` aux models trained, as the
+    aux was, on a random permutation of the protected attribute (which breaks its link to
+    the features). A null aux's logit has no unit of its own, so at every row it is
+    steepened to the aux's gradient norm there (``Steepened``): a score that divides by the
+    aux's gradient (fAux) then compares only the direction the aux found with directions
+    noise led to; scale-free scores (fAux+NG) are unchanged."""
+    from faux.audit.aux import Steepened, train_aux
+    from faux.audit.scoring import Scorer
+
+    rng = np.random.default_rng([seed, 1])
+    pooled: dict[str, list] = {m: [] for m in methods}
+    advance = bar.start("null models", n_perm * len(sc.x))
+    for p in range(n_perm):
+        perm = rng.permutation(len(sc.c))
+        net, _ = train_aux(z_sample, sc.c[perm], sc.protected, sc.y, kind=aux,
+                           width=aux_width, depth=aux_depth, epochs=aux_epochs,
+                           seed=(seed + 1 + p) % (SEED_MAX + 1))
+        scorer = Scorer(target, Steepened(net, aux_z), sc.mean, sc.scale, methods,
+                        fd_step=fd_step, batch_size=batch_size)
+        for s in range(0, len(sc.x), batch_size):
+            out = scorer.score(sc.x[s:s + batch_size])
+            for m in methods:
+                pooled[m].append(out[m])
+            advance(len(out[methods[0]]))
+    scores = {}
+    for m, parts in pooled.items():
+        v = np.concatenate(parts)
+        scores[m] = np.sort(v[np.isfinite(v)])
+    return {"scores": scores, "rows": int(len(sc.x))}
+
+
+def _null_quantile(null: np.ndarray, alpha: float) -> float:
+    """The (1 - alpha) quantile of a method's null scores (the next null score above it)."""
+    if null.size == 0:
+        return math.inf
+    return float(np.quantile(null, 1 - alpha, method="higher"))
+
+
+def _calibration(rule, alpha, n_perm, null, methods, thresholds, n_rows, n_flag, fdr) -> dict:
+    """summary.json's statement of how the threshold was set."""
+    if null is None:
+        return {"rule": rule, "alpha": None, "null_permutations": 0, "null_quantiles": None,
+                "expected_false_flags": None,
+                "text": f"manual threshold: {methods[0]} > {thresholds[methods[0]]:g}"}
+    quant = {m: {"50%": _null_quantile(v, 0.5), "90%": _null_quantile(v, 0.1),
+                 "99%": _null_quantile(v, 0.01), f"{1 - alpha:.4g}": _null_quantile(v, alpha)}
+             for m, v in null["scores"].items()}
+    if fdr:
+        expected = alpha * n_flag
+        text = (f"Benjamini-Hochberg at false discovery rate {alpha:g} over the {n_rows:,} rows, "
+                f"p-values from {n_perm} permuted-c aux models x {null['rows']:,} rows: "
+                f"{methods[0]} > {thresholds[methods[0]]:.4g}; at most {expected:.1f} of the "
+                f"{n_flag:,} flagged rows expected false")
+    else:
+        expected = alpha * n_rows
+        text = (f"{methods[0]} above the {1 - alpha:.4g} quantile of its scores under {n_perm} "
+                f"permuted-c aux models x {null['rows']:,} rows ({thresholds[methods[0]]:.4g}); "
+                f"about {expected:.1f} of {n_rows:,} rows flagged by chance for a model that "
+                "ignores the protected attribute")
+    return {"rule": rule, "alpha": alpha, "fdr": fdr, "null_permutations": n_perm,
+            "null_rows_per_permutation": null["rows"],
+            "null_quantiles": quant, "expected_false_flags": expected, "text": text}
