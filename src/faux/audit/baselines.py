@@ -3,10 +3,13 @@ held in memory; at most ``MAX_ROWS`` of them):
 
 - ``consistency``: the kNN consistency of Zemel et al. (2013) as aif360 computes it
   (``aif360.sklearn.metrics.consistency_score``), per row: ``|yhat_i - mean_{j in kNN(i)}
-  yhat_j|`` over the ``N_NEIGHBORS`` nearest rows (the row itself included, a ball tree, as
-  aif360 does) in the audit's standardised feature units, ``yhat`` the model's predicted
-  label (probability > 0.5). The protected attribute is not a feature of the audit, so the
-  neighbours never see it. aif360's number is ``1 - mean`` of the per-row terms.
+  yhat_j|`` over the ``N_NEIGHBORS`` nearest rows (the row itself included, as in aif360)
+  in the audit's standardised feature units, ``yhat`` the model's predicted label
+  (probability > 0.5). The protected attribute is not a feature of the audit, so the
+  neighbours never see it. aif360's number is ``1 - mean`` of the per-row terms. The
+  neighbours are found by brute force (aif360 uses a ball tree, which is far slower on
+  wide one-hot encoded data): the same neighbours, except which of several rows at exactly
+  the same distance (duplicate rows) is taken.
 - ``fta``: Fairness Through Awareness, the norm of the model's gradient in standardised
   units (the registered ``fta`` method, scored as the audit scores it).
 
@@ -31,12 +34,13 @@ METHODS = ("consistency", "fta")
 def consistency_rows(x: np.ndarray, yhat: np.ndarray, n_neighbors: int = N_NEIGHBORS
                      ) -> np.ndarray:
     """Per-row inconsistency ``|yhat_i - mean of yhat over the n_neighbors nearest rows|``
-    (the row itself among them); ``1 - mean`` is aif360's ``consistency_score(x, yhat)``."""
+    (the row itself among them); ``1 - mean`` is aif360's ``consistency_score(x, yhat)``
+    (up to the choice among rows at tied distances)."""
     from sklearn.neighbors import NearestNeighbors
 
     x = np.asarray(x, dtype=np.float64)
     yhat = np.asarray(yhat, dtype=np.float64).reshape(-1)
-    nn = NearestNeighbors(n_neighbors=min(n_neighbors, len(x)), algorithm="ball_tree").fit(x)
+    nn = NearestNeighbors(n_neighbors=min(n_neighbors, len(x)), algorithm="brute").fit(x)
     idx = nn.kneighbors(x, return_distance=False)
     return np.abs(yhat - yhat[idx].mean(axis=1))
 
