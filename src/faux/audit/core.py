@@ -704,6 +704,13 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                 _rewrite_flagged(staging.dir / "scores.parquet", primary, bh["threshold"])
         thr = thresholds[primary]
         top_df = _top_frame(top, scorer, feats)
+        if null is not None:  # every j-th of the sorted null scores: the null's quantiles
+            plot_scores.update({f"null:{m}": v[::max(1, len(v) // PLOT_SAMPLE)]
+                                for m, v in null["scores"].items()})
+        from faux.audit.baselines import sample_baselines
+
+        baselines = sample_baselines(target, aux_z, sc, primary, thr, fd_step=fd_step,
+                                     batch_size=min(int(batch_size), 65_536), seed=seed)
         rate = n_flag / sc.n_rows
         gate_reasons = []
         if fail_above is not None:
@@ -748,6 +755,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                                    alpha=alpha, seed=seed, primary_threshold=thr),
             "seconds_total": round(time.perf_counter() - t_start, 3),
         }
+        summary["baselines"] = baselines
         result = AuditResult(summary, ranking, top_df, mem_scores, None, not gate_reasons,
                              plot_scores)
         if staging is not None:
