@@ -188,7 +188,12 @@ def test_pickle_needs_trust_pickle(files, capsys):
     rc, _ = run(capsys, *base, "--trust-pickle")
     assert rc == EXIT_OK
     s = json.loads((tmp / "out" / "summary.json").read_text())
-    assert s["scoring"]["model_calls_per_row"] == 2
+    assert s["model"]["exact_from"] == "sklearn LogisticRegression"  # scored by autograd
+    assert s["scoring"]["model_calls_per_row"] == 0
+    rc, _ = run(capsys, *base, "--trust-pickle", "--no-exact")  # the black box: 2 calls a row
+    assert rc == EXIT_OK
+    s = json.loads((tmp / "out" / "summary.json").read_text())
+    assert "exact_from" not in s["model"] and s["scoring"]["model_calls_per_row"] == 2
 
 
 def test_failed_rerun_keeps_the_previous_complete_outputs(files, capsys):

@@ -25,10 +25,13 @@ import math
 
 import numpy as np
 
+from faux.methods.builtin import FTAMethod
+
+FTA = FTAMethod.name
 N_NEIGHBORS = 5  # aif360's default
 FIXED_K = 100  # top-k when the primary flags no sample row
 MAX_ROWS = 20_000  # rows compared (the sample is subsampled above this)
-METHODS = ("consistency", "fta")
+METHODS = ("consistency", FTA)
 
 
 def consistency_rows(x: np.ndarray, yhat: np.ndarray, n_neighbors: int = N_NEIGHBORS
@@ -97,7 +100,7 @@ def compare(primary_name: str, primary: np.ndarray, flagged: np.ndarray,
            "flagged_in_sample": n_flag, "k_text": k_text, "top_k_chance": _num(chance),
            "primary": primary_name, "methods": {}}
     labels = {"consistency": f"kNN consistency ({N_NEIGHBORS} neighbours, aif360)",
-              "fta": "FTA (gradient norm)"}
+              FTA: "FTA (gradient norm)"}
     for name, s in baselines.items():
         r, ov = spearman(primary, s), top_k_overlap(primary, s, k)
         r_text = "undefined (constant scores)" if math.isnan(r) else f"{r:+.3f}"
@@ -124,7 +127,7 @@ def sample_baselines(target, aux_z, sc, primary: str, threshold: float, *, fd_st
         keep = np.sort(np.random.default_rng([seed, 2]).choice(len(x), MAX_ROWS,
                                                                replace=False))
         x = x[keep]
-    methods = [primary] + (["fta"] if primary != "fta" else [])
+    methods = [primary] + ([FTA] if primary != FTA else [])
     scorer = Scorer(target, aux_z, sc.mean, sc.scale, methods, fd_step=fd_step,
                     batch_size=batch_size)
     parts = [scorer.score(x[s:s + batch_size]) for s in range(0, len(x), batch_size)]
@@ -133,6 +136,6 @@ def sample_baselines(target, aux_z, sc, primary: str, threshold: float, *, fd_st
     inconsistency = consistency_rows((x - sc.mean) / sc.scale, yhat)
     flagged = scores[primary] > threshold
     return compare(primary, scores[primary], flagged,
-                   {"consistency": inconsistency, "fta": scores["fta"]}, of_rows=sc.n_rows,
+                   {"consistency": inconsistency, FTA: scores[FTA]}, of_rows=sc.n_rows,
                    values={"consistency": 1 - float(inconsistency.mean()),
-                           "fta": float(np.mean(scores["fta"]))})
+                           FTA: float(np.mean(scores[FTA]))})

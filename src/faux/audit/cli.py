@@ -124,6 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--fdr", action="store_true",
                    help="flag by Benjamini-Hochberg over the rows at false discovery rate "
                    "--alpha (p-values from the null scores) instead of the null quantile")
+    a.add_argument("--no-exact", action="store_true",
+                   help="score a scikit-learn linear model, MLP or scaler pipeline as a black "
+                   "box (finite differences) instead of by autograd through its checked torch "
+                   "conversion")
     a.add_argument("--threshold", type=_nonneg_float, default=None, metavar="DELTA",
                    help="manual threshold instead of the calibrated one: flag rows whose "
                    "first-method score exceeds DELTA (other methods then report rows above "
@@ -194,7 +198,7 @@ def _main(argv=None) -> int:
                     progress=False if args.no_progress else None, alpha=args.alpha,
                     null_permutations=args.null_permutations, fdr=args.fdr,
                     aux_seeds=args.aux_seeds, min_cell=args.min_cell,
-                    intersection=not args.no_intersection)
+                    intersection=not args.no_intersection, exact=not args.no_exact)
     except FauxError as err:
         print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_INPUT

@@ -541,7 +541,7 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
           trusted_types=(), progress: bool | None = None, report: bool = True,
           force: bool = False, alpha: float = ALPHA, null_permutations: int = NULL_PERMUTATIONS,
           fdr: bool = False, aux_seeds: int = AUX_SEEDS, min_cell: int = MIN_CELL,
-          intersection: bool = True) -> AuditResult:
+          intersection: bool = True, exact: bool = True) -> AuditResult:
     """Audit ``model`` for individual unfairness with respect to protected attributes.
 
     Data: in memory (``X`` a DataFrame or array, ``c`` the protected values, the name of a
@@ -561,6 +561,8 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
     (``fdr``: Benjamini-Hochberg at level ``alpha`` over the rows instead, for the first
     method); ``threshold`` (or ``fail_above``, which is also a gate) sets the first method's
     threshold by hand.
+    ``exact``: a scikit-learn linear model, MLP or scaler pipeline is scored by autograd
+    through its checked torch conversion (``faux.audit.exact``); False keeps it a black box.
     ``fd_step``: black boxes' finite-difference step in standard deviations of the features,
     in (0, FD_STEP_MAX] (a warning above FD_STEP_WARN).
     Returns an ``AuditResult``; writes ``scores.parquet``, ``summary.json``, ``report.html``
@@ -582,7 +584,7 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
                           trust_pickle=trust_pickle, trusted_types=trusted_types,
                           progress=progress, report=report, force=force, alpha=alpha,
                           null_permutations=null_permutations, fdr=fdr, aux_seeds=aux_seeds,
-                          min_cell=min_cell, intersection=intersection)
+                          min_cell=min_cell, intersection=intersection, exact=exact)
         except _Interrupted:
             raise KeyboardInterrupt from None
 
@@ -591,7 +593,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
            aux_width, aux_depth, sample, batch_size, threshold, fail_above, max_flagged_rate,
            protected_type, fd_step, seed, out_dir, name, trust_pickle, trusted_types,
            progress, report, force, alpha, null_permutations, fdr, aux_seeds, min_cell,
-           intersection) -> AuditResult:
+           intersection, exact) -> AuditResult:
     from faux.audit.aux import train_aux
     from faux.audit.groups import build_views, finish_views, train_views
     from faux.audit.models import as_target, load_model
@@ -638,9 +640,9 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
             _inspect_out(Path(os.path.abspath(out)), files, force)
     if isinstance(model, str | Path):  # before the data pass: a bad model fails fast
         target = load_model(model, len(feats), trust_pickle=trust_pickle,
-                            trusted_types=trusted_types)
+                            trusted_types=trusted_types, exact=exact)
     else:
-        target = as_target(model, len(feats))
+        target = as_target(model, len(feats), exact=exact)
     check_methods_for(target, methods)
     _check_fd_step_for(target, fd_step)
 
@@ -653,6 +655,8 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                       progress=bar.start("checking", source.n_rows))
             views = build_views(sc, int(min_cell), intersection)
             _check_model_on_sample(target, sc.x)
+            if not target.verify_exact(sc.x):  # a conversion that differs on the data
+                check_methods_for(target, methods)
             z_sample = (sc.x - sc.mean) / sc.scale
             try:  # Lightning's trainer exits (SystemExit) on a KeyboardInterrupt
                 aux_z, quality = train_aux(z_sample, sc.c, sc.protected, sc.y, kind=aux,
@@ -735,7 +739,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                          "seed": seed, "aux": aux, "standardisation":
                              "features divided by their sample std after centring; 0/1 columns "
                              "unscaled", "faux_ng_reading": "sample (per-row unit vectors)"},
-            "scoring": {"mode": "autograd" if target.differentiable else "finite differences",
+            "scoring": {"mode": target.scoring_mode,
                         "device": str(scorer.device),
                         "fd_step_std": None if target.differentiable else fd_step,
                         "model_calls_per_row": scorer.calls_per_row(k, len(feats)),

@@ -151,7 +151,7 @@ def environment():
 
 def _settings_rows(s) -> list[tuple[str, str]]:
     sc, m, cal = s["scoring"], s["model"], s["calibration"]
-    mode = (f"autograd through the model ({sc['mode']})" if m["differentiable"] else
+    mode = (sc["mode"] if m["differentiable"] else
             f"black box: central finite differences, step {sc['fd_step_std']} standard "
             f"deviations, {sc['model_calls_per_row']} model calls per row")
     rows = [("model", m["source"])]
