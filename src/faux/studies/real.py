@@ -323,6 +323,7 @@ def train_models(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSe
     seed, ``seed + SEED_OFFSETS[part]``): ``{unfair, fair, aux: (model, info), fair_over,
     timings}``. The job's :func:`train_all` and ``scripts/research/diagnose_real.py`` share it."""
     from faux.models.adel import train_adel
+    from faux.models.training import training_role
 
     if not _is_adel(specs.fair):
         raise ConfigError("the fair model must be an Adel model (conf/model/fair/adel.yaml)")
@@ -331,8 +332,9 @@ def train_models(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSe
     timings: dict[str, float] = {}
     t = time.perf_counter()
     sd = {k: int(seed) + v for k, v in SEED_OFFSETS.items()}
-    unfair, uinfo = specs.target.train(rows.x, rows.y, rows.x_val, rows.y_val, seed=sd["unfair"],
-                                       **ep)
+    with training_role("target"):
+        unfair, uinfo = specs.target.train(rows.x, rows.y, rows.x_val, rows.y_val,
+                                           seed=sd["unfair"], **ep)
     timings["unfair_s"] = time.perf_counter() - t
     t = time.perf_counter()
     fair_over = settings.fair_overrides(data.name)
@@ -345,18 +347,20 @@ def train_models(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSe
     if fair_spec.pair and not edits:
         log(f"{data.name}: no declared proxy edits (faux.studies.fairness_check.PROXY_EDITS); "
             f"the fair model's counterfactual pairing is off")
-    fair, finfo = train_adel(fair_spec, rows.x, rows.y, rows.c, rows.x_val, rows.y_val,
-                             rows.c_val, seed=sd["fair"], pair_edits=edits,
-                             accelerator=settings.accelerator)
+    with training_role("fair"):
+        fair, finfo = train_adel(fair_spec, rows.x, rows.y, rows.c, rows.x_val, rows.y_val,
+                                 rows.c_val, seed=sd["fair"], pair_edits=edits,
+                                 accelerator=settings.accelerator)
     timings["fair_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    if _is_adel(specs.aux):
-        aux, ainfo = train_adel(replace(specs.aux, **adel_ep), rows.x, rows.c, rows.y,
-                                rows.x_val, rows.c_val, rows.y_val, seed=sd["aux"],
-                                accelerator=settings.accelerator)
-    else:
-        aux, ainfo = specs.aux.train(rows.x, rows.c, rows.x_val, rows.c_val, seed=sd["aux"],
-                                     **ep)
+    with training_role("aux"):
+        if _is_adel(specs.aux):
+            aux, ainfo = train_adel(replace(specs.aux, **adel_ep), rows.x, rows.c, rows.y,
+                                    rows.x_val, rows.c_val, rows.y_val, seed=sd["aux"],
+                                    accelerator=settings.accelerator)
+        else:
+            aux, ainfo = specs.aux.train(rows.x, rows.c, rows.x_val, rows.c_val,
+                                         seed=sd["aux"], **ep)
     timings["aux_s"] = time.perf_counter() - t
     log(f"{data.name} seed {seed}: unfair acc {uinfo['accuracy']:.3f}, fair acc "
         f"{finfo['accuracy']:.3f} (adversary {finfo['adv_accuracy']:.3f}, chance "
