@@ -179,7 +179,7 @@ def _offline_run(tmp_path, name="curves"):
 def _finish_and_read(run):
     import wandb
 
-    from faux.reports.wandb_report import read_offline_run
+    from faux.harness.wandb_cells import read_offline_run
 
     folder = Path(run.dir).parent
     wandb.finish()
@@ -206,11 +206,11 @@ def test_curves_change_nothing_trained_and_land_under_their_role(tmp_path):
     import numpy as np
     import torch
 
+    from faux.harness.wandb_cells import curve_factory
     from faux.models.mlp import train_mlp
     from faux.models.stacked import train_mlp_stack
     from faux.models.training import curves_to, training_role
     from faux.models.wgan import GANSpec, train_fliptest_gans
-    from faux.reports.wandb_report import curve_factory
 
     x, t, c = _tiny_data()
     spec = GANSpec(width=8, depth=1, gen_steps=12, batch_size=32)
@@ -256,7 +256,7 @@ def test_curves_change_nothing_trained_and_land_under_their_role(tmp_path):
 
 def test_cell_run_name_and_id():
     from faux.harness.joblog import run_labels
-    from faux.reports.wandb_report import cell_run_id, cell_run_name
+    from faux.harness.wandb_cells import cell_run_id, cell_run_name
 
     cfg = {"task_name": "table1", "job": "table1_cell", "seed": 0, "column": "Synthetic-3",
            "method": "faux_ng", "data": {"name": "magic"}}
@@ -270,7 +270,7 @@ def test_cell_run_name_and_id():
 
 
 def test_supersede_offline_keeps_one_folder_per_run(tmp_path):
-    from faux.reports.wandb_report import supersede_offline
+    from faux.harness.wandb_cells import supersede_offline
 
     names = ["offline-run-20260101_000000-cell-aa", "offline-run-20260101_000001-cell-aa-1",
              "offline-run-20260101_000002-cell-aab", "offline-run-20260101_000003-cell-aa"]
@@ -303,7 +303,7 @@ def _sweep(tmp_path, sweep: Path, logger: str):
 
 def _runs(sweep: Path) -> dict:
     """name -> what the sweep's offline run folders hold (one folder per name asserted)."""
-    from faux.reports.wandb_report import read_offline_run
+    from faux.harness.wandb_cells import read_offline_run
 
     runs = [read_offline_run(d) for d in sorted(sweep.glob("*/wandb/offline-run-*"))]
     names = [r["name"] for r in runs]
@@ -361,7 +361,7 @@ def test_every_cell_of_a_sweep_has_exactly_one_run(tmp_path):
                        cwd=ROOT, env=_sweep_env(tmp_path), capture_output=True, text=True,
                        timeout=300)
     assert "W&B summary run failed" not in a.stderr, a.stderr[-2000:]
-    from faux.reports.wandb_report import read_offline_run
+    from faux.harness.wandb_cells import read_offline_run
 
     (summary,) = (tmp_path / "out" / "wandb").glob("offline-run-*")
     got = read_offline_run(summary)

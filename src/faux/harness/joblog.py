@@ -141,25 +141,23 @@ class CellRun:
     catches the logger's failures (one warning line, then nothing more is logged)."""
 
     def __init__(self, cfg, plain: dict, chash: str):
-        from faux.reports.wandb_report import cell_run_id, cell_run_name
+        from faux.harness.wandb_cells import cell_run_id, cell_run_name
 
         self.cfg, self.plain, self.chash = cfg, plain, chash
         self.out_dir = Path(cfg.paths.output_dir)
         self.labels = run_labels(plain)
         self.id = cell_run_id(self.out_dir)
         self.name = cell_run_name(self.labels, cell_overrides())
-        self.project = cfg.logger.get("project") or os.environ.get("WANDB_PROJECT") or "faux"
+        self.project = cfg.logger.get("project") or os.environ.get("WANDB_PROJECT")
         self.logger = None
         self.broken = False
 
     def mode(self) -> str:
-        from faux.reports.wandb_report import private_wandb_env
-
-        private_wandb_env()
-        return str(self.cfg.logger.get("mode") or os.environ["WANDB_MODE"])
+        """``offline`` unless the logger's config or ``WANDB_MODE`` say otherwise."""
+        return str(self.cfg.logger.get("mode") or os.environ.get("WANDB_MODE") or "offline")
 
     def record_path(self) -> Path:
-        from faux.reports.wandb_report import RUN_RECORD
+        from faux.harness.wandb_cells import RUN_RECORD
 
         return self.out_dir / RUN_RECORD
 
@@ -177,7 +175,7 @@ class CellRun:
         is superseded); True when it is open."""
         import hydra
 
-        from faux.reports.wandb_report import supersede_offline
+        from faux.harness.wandb_cells import supersede_offline
 
         tags = [*(f"{k}:{v}" for k, v in self.labels.items()), *(["reused"] if reused else [])]
         try:
@@ -196,8 +194,8 @@ class CellRun:
     def curves(self):
         """Inside the block, the Lightning trainers of ``faux.models.training.fit`` log
         their curves to this run."""
-        from faux.models.training import curves_to
-        from faux.reports.wandb_report import curve_factory
+        from faux.harness.curves import curves_to
+        from faux.harness.wandb_cells import curve_factory
 
         if self.logger is None or self.broken:
             yield

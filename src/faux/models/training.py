@@ -24,11 +24,10 @@ works with ``fit``, one mini-batch per step, only slower.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import copy
 import logging
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import pytorch_lightning as pl
@@ -36,6 +35,10 @@ import torch
 from pytorch_lightning.callbacks import Callback, EarlyStopping
 
 from faux.errors import ConfigError, DataError
+from faux.harness.curves import curve_loggers, curves_to, job_logger, training_role
+
+#: the job's curve loggers (``faux.harness.curves``), for the modules that train
+__all__ = ["curve_loggers", "curves_to", "training_role"]
 
 
 class TensorBatches:
@@ -244,53 +247,6 @@ def _quiet_and_restored_flags():
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = cudnn
 
 
-#: the job's curve logger factory (``faux.harness.joblog`` sets it when ``logger=wandb``):
-#: ``factory(role, seed)`` -> a Lightning logger for one ``fit``; None: trainers log nothing
-_CURVES: contextvars.ContextVar[Callable | None] = contextvars.ContextVar("faux_curves",
-                                                                         default=None)
-#: what the model being trained is to its job (``target``, ``aux``, ``fair``, ``gan``, ...)
-_ROLE: contextvars.ContextVar[str | None] = contextvars.ContextVar("faux_role", default=None)
-
-
-@contextlib.contextmanager
-def curves_to(factory: Callable | None):
-    """Inside the block, every :func:`fit` called without a ``logger`` trains with
-    ``factory(role, seed)`` as its Lightning logger (the role: :func:`training_role`, else
-    the module's class name in lower case). Logging never changes what is trained."""
-    token = _CURVES.set(factory)
-    try:
-        yield
-    finally:
-        _CURVES.reset(token)
-
-
-@contextlib.contextmanager
-def training_role(role: str | None):
-    """Name what the models trained inside the block are (their curves' metric prefix)."""
-    token = _ROLE.set(role)
-    try:
-        yield
-    finally:
-        _ROLE.reset(token)
-
-
-def curve_loggers(seeds: Sequence[int], default_role: str) -> list | None:
-    """For a loop that trains several seeds at once without a Trainer: one curve logger
-    per seed (``logger.log_metrics(metrics, step)``) inside :func:`curves_to`, else None."""
-    factory = _CURVES.get()
-    if factory is None:
-        return None
-    role = _ROLE.get() or default_role
-    return [factory(role, int(s)) for s in seeds]
-
-
-def _job_logger(module, seed: int):
-    factory = _CURVES.get()
-    if factory is None:
-        return False
-    return factory(_ROLE.get() or type(module).__name__.lower(), int(seed))
-
-
 def _as_batches(data, batch_size: int, shuffle: bool, seed: int, group: int):
     if isinstance(data, torch.Tensor):
         data = (data,)
@@ -322,7 +278,7 @@ def fit(module: pl.LightningModule, train: Sequence[torch.Tensor] | Iterable,
     logger; any other value is the Trainer's ``logger`` as given.
     """
     if logger is False:
-        logger = _job_logger(module, seed)
+        logger = job_logger(module, seed)
     callbacks: list[Callback] = list(extra_callbacks)
     restore = None
     if val is not None:
