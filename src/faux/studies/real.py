@@ -78,6 +78,7 @@ from faux.methods.builtin import FlipTestMethod, FTALinMethod, UnfairMapMethod
 from faux.methods.options import ScoreOptions
 from faux.methods.protocol import Batch, MethodConfig, TrainData
 from faux.metrics.ranking import auroc
+from faux.models.training import training_role
 from faux.studies.fairness_check import TARGETS, edit_columns, proxy_edits, verdict
 
 log_ = logging.getLogger("faux.studies.real")
@@ -323,7 +324,6 @@ def train_models(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSe
     seed, ``seed + SEED_OFFSETS[part]``): ``{unfair, fair, aux: (model, info), fair_over,
     timings}``. The job's :func:`train_all` and ``scripts/research/diagnose_real.py`` share it."""
     from faux.models.adel import train_adel
-    from faux.models.training import training_role
 
     if not _is_adel(specs.fair):
         raise ConfigError("the fair model must be an Adel model (conf/model/fair/adel.yaml)")
@@ -398,9 +398,10 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
     log(f"{data.name} seed {seed}: FlipTest GANs {ft.info['n_params']} params, "
         f"{ft.info['train_time_s']:.1f} s, KS {quality['ks']:.3f}")
     t = time.perf_counter()
-    check = {"unfair": check_model(unfair, rows, data, settings, sd["probe"]),
-             "fair": check_model(fair, rows, data, settings, sd["probe"]),
-             "aux": check_model(aux, rows, data, settings, sd["probe"], target="y")}
+    with training_role("probe"):          # the fairness check's MLP probes
+        check = {"unfair": check_model(unfair, rows, data, settings, sd["probe"]),
+                 "fair": check_model(fair, rows, data, settings, sd["probe"]),
+                 "aux": check_model(aux, rows, data, settings, sd["probe"], target="y")}
     check.update(verdict(check["unfair"], check["fair"], settings.targets))
     check["fair_overrides"] = fair_over
     timings["check_s"] = time.perf_counter() - t
