@@ -166,7 +166,7 @@ def train_cvae(x: np.ndarray, y: np.ndarray, block_sizes, *, hidden: int, depth:
     instead of 1 the australian CVAE came out different too, as CPU reductions split by
     thread round differently, and 3,000 Adam steps amplify the last bit).
     """
-    from faux.models.training import fit, training_role
+    from faux.models.training import fit
 
     x = np.asarray(x, dtype=np.float32)
     y = np.asarray(y)
@@ -187,9 +187,8 @@ def train_cvae(x: np.ndarray, y: np.ndarray, block_sizes, *, hidden: int, depth:
     threads = torch.get_num_threads()
     torch.set_num_threads(TRAIN_THREADS)
     try:
-        with training_role("cvae"):
-            info = fit(model, (xt[tr_idx], yt[tr_idx]), val, max_epochs=epochs,
-                       patience=patience, batch_size=batch_size, seed=seed, accelerator="cpu")
+        info = fit(model, (xt[tr_idx], yt[tr_idx]), val, max_epochs=epochs, patience=patience,
+                   batch_size=batch_size, seed=seed, accelerator="cpu")
     finally:
         torch.set_num_threads(threads)
     info["max_epochs"] = epochs
