@@ -103,7 +103,8 @@ def main(argv=None) -> int:
         from faux.reports.wandb_report import log_report
 
         try:
-            log_report(args.table, report, claims=claims)
+            log_report(args.table, report, directory=args.results_dir.parent, claims=claims,
+                       sweep_dirs=args.sweep_dir)
         except Exception as exc:  # the tables are written; W&B is a copy
             print(f"warning: W&B summary run failed ({type(exc).__name__}: "
                   f"{str(exc).splitlines()[0][:160] if str(exc) else ''})", file=sys.stderr)

@@ -15,6 +15,7 @@ from faux.kernels import pin as _pin_kernels
 # processes the launchers start inherit it
 _pin_kernels()
 
+import contextlib
 import logging
 import os
 import re
@@ -44,7 +45,6 @@ job.register_resolvers()
 
 def execute(cfg: DictConfig) -> dict:
     """Run one job for a composed config (what ``main`` does, without Hydra's wrapper)."""
-    from faux import studies
     from faux.harness import validate
 
     plain = identity.plain_config(cfg)
@@ -54,38 +54,62 @@ def execute(cfg: DictConfig) -> dict:
     data = job.data_sha256(plain)
     chash = job.config_hash(plain, data)
     done = results.finished(out_dir, chash)
+    wandb_cell = joblog.is_wandb(cfg)
     if done is not None:
         log.info("job already finished (config %s) in %s: skipped", chash, out_dir)
+        if wandb_cell:      # the cell's run, unless this sweep folder logged it already
+            joblog.log_reused(cfg, plain, chash, done, str(out_dir / results.RESULT))
         return done
     results.mark_stale(out_dir)
-    if cfg.job not in studies.MEMO_JOBS:
+    cell = None
+    if wandb_cell:
+        # the cell's W&B run is open while it computes: the curves of what it trains go
+        # there (a bad config fails first, with no run)
         job.validate(plain)
-        result = _compute(cfg, plain, chash, data)
-        reused = None
-    else:
-        # an identical job (same config hash, same faux code) of any sweep folder: its result
-        # from the cache, computed once (a parallel twin waits on the key's lock); a hit
-        # returns before torch or Lightning is imported, a bad config fails before it
-        # touches the cache (no result can exist for it)
-        from faux.harness.cache import Cache, json_dumps, json_loads
-
-        cache = Cache((plain.get("paths") or {}).get("cache_dir"))
-        key = identity.memo_key(chash)
-        if not cache.path("results", key).exists():
-            job.validate(plain)
-        result = cache.get_or_build("results", key, lambda: _compute(cfg, plain, chash, data),
-                                    dumps=json_dumps, loads=json_loads)
-        reused = str(cache.path("results", key)) if cache.builds == 0 else None
-        result = {**result, "config": plain, **({"reused_from": reused} if reused else {})}
+        cell = joblog.CellRun(cfg, plain, chash)
+        cell.open()
+    try:
+        with cell.curves() if cell is not None else contextlib.nullcontext():
+            result, reused = _result(cfg, plain, chash, data)
+    except BaseException:
+        if cell is not None:
+            cell.close(exit_code=1)
+        raise
     results.write_json_atomic(out_dir / results.RESULT, result)
     results.remember_config_hash(out_dir, data, chash,
                                  (plain.get("paths") or {}).get("cache_dir"))
     if reused:
         log.info("same job (config %s, same code) already computed: result reused from %s",
                  chash, reused)
-    else:
+    if cell is not None:
+        cell.finish(result, reused)
+    elif not reused:
         joblog.log_to_logger(cfg, plain, chash, result["metrics"], result["timings"]["wall_s"])
     return result
+
+
+def _result(cfg: DictConfig, plain: dict, chash: str, data: str | None):
+    """The job's result, computed or (a memoised job) from the cache: (result, the cache
+    file it came from or None)."""
+    from faux import studies
+
+    if cfg.job not in studies.MEMO_JOBS:
+        job.validate(plain)
+        return _compute(cfg, plain, chash, data), None
+    # an identical job (same config hash, same faux code) of any sweep folder: its result
+    # from the cache, computed once (a parallel twin waits on the key's lock); a hit
+    # returns before torch or Lightning is imported, a bad config fails before it
+    # touches the cache (no result can exist for it)
+    from faux.harness.cache import Cache, json_dumps, json_loads
+
+    cache = Cache((plain.get("paths") or {}).get("cache_dir"))
+    key = identity.memo_key(chash)
+    if not cache.path("results", key).exists():
+        job.validate(plain)
+    result = cache.get_or_build("results", key, lambda: _compute(cfg, plain, chash, data),
+                                dumps=json_dumps, loads=json_loads)
+    reused = str(cache.path("results", key)) if cache.builds == 0 else None
+    return {**result, "config": plain, **({"reused_from": reused} if reused else {})}, reused
 
 
 def _compute(cfg: DictConfig, plain: dict, chash: str, data: str | None) -> dict:

@@ -50,7 +50,7 @@ from torch.nn import functional as F
 
 from faux.errors import ConfigError
 from faux.models.mlp import MLP, MLPSpec, check_classification_data, mlp_accuracy
-from faux.models.training import TensorBatches, n_params, resolve_device
+from faux.models.training import TensorBatches, curve_loggers, n_params, resolve_device
 
 
 class _StackedLinear(torch.autograd.Function):
@@ -245,11 +245,13 @@ def train_mlp_stack(x, t, x_val=None, t_val=None, *, seeds, width: int = 64, dep
         best_w = [p.detach().clone() for p in stack.parameters()]   # (R, ...) best weights
     final: dict[int, list[torch.Tensor]] = {}
     chunk = max(batch_size, 4096)
+    curves = curve_loggers(seeds, "mlp")           # the job's curves (logger=wandb), else None
     for epoch in range(int(max_epochs)):
         if not active:
             break
         orders = torch.stack([batches[m].epoch_order() for m in active]).to(device)
         n = xs.shape[0]
+        train_sum, n_batches = None, 0
         for a in range(0, n, batch_size):
             idx = orders[:, a:a + batch_size]                      # (E, B)
             flat = idx.reshape(-1)           # index_select: ~10x faster than xs[idx] here
@@ -257,16 +259,26 @@ def train_mlp_stack(x, t, x_val=None, t_val=None, *, seeds, width: int = 64, dep
             tb = ts.index_select(0, flat).view(*idx.shape, *ts.shape[1:])
             out = out.squeeze(-1) if tb.ndim == 2 else out
             loss = F.binary_cross_entropy_with_logits(out, tb, reduction="none")
-            loss = loss.reshape(loss.shape[0], -1).mean(1).sum()
+            per_member = loss.reshape(loss.shape[0], -1).mean(1)
+            loss = per_member.sum()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            if curves is not None:
+                d = per_member.detach()
+                train_sum, n_batches = (d if train_sum is None else train_sum + d), n_batches + 1
         for m in active:
             epochs[m] += 1
+        if curves is not None and n_batches:
+            for m, v in zip(active, (train_sum / n_batches).tolist()):
+                curves[m].log_metrics({"train_loss": v, "epoch": epoch}, step=epoch)
         if vx is None:
             continue
         with torch.no_grad():
             losses = _member_losses(stack, vx, vt, chunk).tolist()
+        if curves is not None:
+            for m, v in zip(active, losses):
+                curves[m].log_metrics({"val_loss": v, "epoch": epoch}, step=epoch)
         improved, stopped = [], []
         for row, (m, v) in enumerate(zip(active, losses)):
             if v < best[m]:

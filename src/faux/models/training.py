@@ -35,6 +35,10 @@ import torch
 from pytorch_lightning.callbacks import Callback, EarlyStopping
 
 from faux.errors import ConfigError, DataError
+from faux.harness.curves import curve_loggers, curves_to, job_logger, training_role
+
+#: the job's curve loggers (``faux.harness.curves``), for the modules that train
+__all__ = ["curve_loggers", "curves_to", "training_role"]
 
 
 class TensorBatches:
@@ -270,7 +274,11 @@ def fit(module: pl.LightningModule, train: Sequence[torch.Tensor] | Iterable,
     many epochs; the best-epoch restore still considers every epoch.
     Returns a dict with ``epochs`` run, ``best_epoch`` and ``best_val_loss``. The module is
     returned to the CPU in eval mode with the best validation weights loaded.
+    ``logger=False`` (the default) inside :func:`curves_to` trains with the job's curve
+    logger; any other value is the Trainer's ``logger`` as given.
     """
+    if logger is False:
+        logger = job_logger(module, seed)
     callbacks: list[Callback] = list(extra_callbacks)
     restore = None
     if val is not None:

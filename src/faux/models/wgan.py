@@ -49,7 +49,7 @@ from scipy.stats import ks_2samp
 from faux.errors import ConfigError, DataError
 from faux.models.mlp import MLP
 from faux.models.stacked import StackedMLP
-from faux.models.training import as_binary, as_features, fit, n_params
+from faux.models.training import as_binary, as_features, fit, n_params, training_role
 
 
 @dataclass(frozen=True)
@@ -198,6 +198,10 @@ class FlipGAN(pl.LightningModule):
             loss_g.backward()
             opt_g.step()
             self.critics.requires_grad_(True)
+        if self.trainer.loggers:       # the job's curves (logger=wandb); nothing otherwise
+            n = 2 * r
+            self.log_dict({"critic_loss": loss_d.detach() / n, "generator_loss": loss_g.detach() / n},
+                          on_step=True, on_epoch=True)
 
     def transfer_batch_to_device(self, batch, device, dataloader_idx):
         return tuple(t if t.device == device else t.to(device) for t in batch)
@@ -255,7 +259,9 @@ def train_fliptest_gans_many(x, c, spec: GANSpec | None = None, *, seeds=(0,),
     sampler = SeedsPairSampler(z0, z1, seeds=seeds, batch_size=spec.batch_size,
                                n_critic=spec.n_critic, gen_steps=spec.gen_steps, group=group)
     start = time.perf_counter()
-    fit(module, sampler, None, max_epochs=1, patience=None, seed=seeds[0], accelerator=accelerator)
+    with training_role("gan"):
+        fit(module, sampler, None, max_epochs=1, patience=None, seed=seeds[0],
+            accelerator=accelerator)
     elapsed = time.perf_counter() - start
     out = []
     for i in range(len(seeds)):

@@ -8,13 +8,20 @@ collect host / git / package metadata (``x_disable_meta``, ``x_disable_machine_i
 default only, so a user who exports one of them (e.g. ``WANDB_ERROR_REPORTING=true``) turns
 it back on. Both entry points call it before wandb starts: :func:`wandb_logger` (the
 ``logger=wandb`` job logger, conf/logger/wandb.yaml) and :func:`log_report` (aggregate).
+
+The per-cell runs of a sweep (their names, ids, curves and records) are
+:mod:`faux.harness.wandb_cells`; :func:`log_report`'s summary run lists them
+(:func:`cell_runs`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import MutableMapping
 from pathlib import Path
+
+from faux.harness.wandb_cells import RUN_RECORD, stable_hash, supersede_offline
 
 #: environment defaults (wandb 0.31 names; ``WANDB_X_<NAME>`` maps to the ``x_<name>`` setting)
 PRIVATE_ENV = {
@@ -54,20 +61,45 @@ def wandb_logger(**kwargs):
     return WandbLogger(**kwargs)
 
 
+def cell_runs(sweep_dirs) -> list[dict]:
+    """The run records (:data:`RUN_RECORD`) of the cells under ``sweep_dirs``, by name."""
+    out = []
+    for d in sweep_dirs or []:
+        for p in sorted(Path(d).rglob(RUN_RECORD)):
+            try:
+                out.append({**json.loads(p.read_text()), "cell_dir": str(p.parent)})
+            except (OSError, ValueError):
+                continue
+    return sorted(out, key=lambda r: (str(r.get("name")), str(r.get("id"))))
+
+
 def log_report(name: str, report, directory: str | os.PathLike = "outputs",
-               claims=None) -> Path:
+               claims=None, sweep_dirs=None) -> Path:
     """One W&B run of job type ``aggregate`` (group = the study, tag ``study:<name>``)
-    holding the table, any PNG figures and the claims lines (``claims``, a list of str)."""
+    holding the table, any PNG figures, the claims lines (``claims``, a list of str) and,
+    with ``sweep_dirs``, the table ``<name>/cell_runs`` of the per-cell runs (name, id, run
+    path, url, offline folder, reused) with their ids in the config (``cell_run_ids``). Its
+    id is stable per table and sweep folders (a rerun replaces it, as a cell's does)."""
     private_wandb_env()
     import wandb
 
     Path(directory).mkdir(parents=True, exist_ok=True)
+    cells = cell_runs(sweep_dirs)
+    mode = os.environ["WANDB_MODE"]
+    run_id = "summary-" + stable_hash(name, *sorted(str(Path(d).resolve()) for d in sweep_dirs or []))
     run = wandb.init(project="faux", job_type="aggregate", name=name, dir=str(directory),
-                     group=name, tags=[f"study:{name}", "summary"],
-                     config={"study": name, "claims": list(claims or [])},
-                     mode=os.environ["WANDB_MODE"], reinit="finish_previous")
+                     group=name, tags=[f"study:{name}", "summary"], id=run_id, resume="allow",
+                     config={"study": name, "claims": list(claims or []),
+                             "cell_run_ids": [c.get("id") for c in cells]},
+                     mode=mode, reinit="finish_previous")
+    if mode == "offline":
+        supersede_offline(Path(run.dir).parent.parent, run_id, keep=Path(run.dir).parent)
     try:
         payload = {name: wandb.Table(dataframe=report.frame.reset_index(drop=True))}
+        if cells:
+            cols = ["name", "id", "path", "url", "offline_dir", "reused", "config_hash"]
+            payload[f"{name}/cell_runs"] = wandb.Table(
+                columns=cols, data=[[str(c.get(k) or "") for k in cols] for c in cells])
         if claims:
             payload[f"{name}/claims"] = wandb.Table(columns=["claim"],
                                                     data=[[str(c)] for c in claims])

@@ -34,7 +34,7 @@ from faux.methods import registry
 from faux.methods.options import ScoreOptions
 from faux.methods.protocol import Batch, MethodConfig, TrainData
 from faux.models.mlp import MLP, MLPSpec
-from faux.models.training import resolve_device
+from faux.models.training import resolve_device, training_role
 from faux.studies.resources import Phases
 from faux.synth.abduction import COUNTERFACTUALS, abduced_counterfactual
 from faux.synth.ground_truth import ifs, ifs_labels, ifs_threshold, positive_rate
@@ -201,14 +201,17 @@ def _mlp_key(key: dict, spec: MLPSpec, seed: int, accelerator: str,
 
 
 def cached_mlp(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, x_val, t_val, seed: int,
-               accelerator: str = "auto", projection: torch.Tensor | None = None):
+               accelerator: str = "auto", projection: torch.Tensor | None = None,
+               role: str | None = None):
     """An MLP classifier trained once per key and then loaded from the cache (with a fixed
-    input ``projection``, e.g. the disentangled aux's x W~, part of the key)."""
+    input ``projection``, e.g. the disentangled aux's x W~, part of the key). ``role`` (default
+    ``kind``) names its training curves when the job logs them."""
     key, extra = _mlp_key(key, spec, seed, accelerator, projection)
-    return cache.get_or_build(
-        kind, key, lambda: spec.train(x, t, x_val, t_val, seed=seed, accelerator=accelerator,
-                                      **extra),
-        dumps=_mlp_dumps, loads=_mlp_loads)
+
+    def build():
+        with training_role(role or kind):
+            return spec.train(x, t, x_val, t_val, seed=seed, accelerator=accelerator, **extra)
+    return cache.get_or_build(kind, key, build, dumps=_mlp_dumps, loads=_mlp_loads)
 
 
 def cached_mlp_stacked(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, x_val, t_val,
@@ -231,15 +234,18 @@ def cached_mlp_stacked(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, 
             todo = [s for s in seeds if not cache.path(kind, keys[s][0]).exists()]
             if todo:
                 log.info("training %d %s models as one stack (seeds %s)", len(todo), kind, todo)
-                built = train_mlps_stacked(spec, x, t, x_val, t_val, seeds=todo,
-                                           accelerator=accelerator, **extra)
+                with training_role(kind):
+                    built = train_mlps_stacked(spec, x, t, x_val, t_val, seeds=todo,
+                                               accelerator=accelerator, **extra)
                 for s, pair in zip(todo, built):
                     cache.get_or_build(kind, keys[s][0], lambda pair=pair: pair,
                                        dumps=_mlp_dumps, loads=_mlp_loads)
-    return cache.get_or_build(      # a load (a stack of one if the entry went missing)
-        kind, k, lambda: train_mlps_stacked(spec, x, t, x_val, t_val, seeds=[int(seed)],
-                                            accelerator=accelerator, **extra)[0],
-        dumps=_mlp_dumps, loads=_mlp_loads)
+    def one():
+        with training_role(kind):
+            return train_mlps_stacked(spec, x, t, x_val, t_val, seeds=[int(seed)],
+                                      accelerator=accelerator, **extra)[0]
+    # a load (a stack of one if the entry went missing)
+    return cache.get_or_build(kind, k, one, dumps=_mlp_dumps, loads=_mlp_loads)
 
 
 def make_generator(col: Column, gen_cfgs: dict | None, gen_opts: dict | None, cache: Cache,
@@ -292,7 +298,8 @@ def prepare_column(col: Column, *, sizes: dict, target_spec: MLPSpec, gen_cfgs: 
     specs = [target_spec] if reference == "own" else pool_specs(target_spec, seed)
     with phase("reference"):
         refs = [cached_mlp(cache, "target", {**key, "bias": 0.0, "data_seed": base + 10},
-                           sp, tr0.x, tr0.y, va0.x, va0.y, seed, accelerator)[0]
+                           sp, tr0.x, tr0.y, va0.x, va0.y, seed, accelerator,
+                           role="reference")[0]
                 for sp in specs]
     x_of_c = None
     if counterfactual == "abduction":

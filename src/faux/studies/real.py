@@ -78,6 +78,7 @@ from faux.methods.builtin import FlipTestMethod, FTALinMethod, UnfairMapMethod
 from faux.methods.options import ScoreOptions
 from faux.methods.protocol import Batch, MethodConfig, TrainData
 from faux.metrics.ranking import auroc
+from faux.models.training import training_role
 from faux.studies.fairness_check import TARGETS, edit_columns, proxy_edits, verdict
 
 log_ = logging.getLogger("faux.studies.real")
@@ -331,8 +332,9 @@ def train_models(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSe
     timings: dict[str, float] = {}
     t = time.perf_counter()
     sd = {k: int(seed) + v for k, v in SEED_OFFSETS.items()}
-    unfair, uinfo = specs.target.train(rows.x, rows.y, rows.x_val, rows.y_val, seed=sd["unfair"],
-                                       **ep)
+    with training_role("target"):
+        unfair, uinfo = specs.target.train(rows.x, rows.y, rows.x_val, rows.y_val,
+                                           seed=sd["unfair"], **ep)
     timings["unfair_s"] = time.perf_counter() - t
     t = time.perf_counter()
     fair_over = settings.fair_overrides(data.name)
@@ -345,18 +347,20 @@ def train_models(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSe
     if fair_spec.pair and not edits:
         log(f"{data.name}: no declared proxy edits (faux.studies.fairness_check.PROXY_EDITS); "
             f"the fair model's counterfactual pairing is off")
-    fair, finfo = train_adel(fair_spec, rows.x, rows.y, rows.c, rows.x_val, rows.y_val,
-                             rows.c_val, seed=sd["fair"], pair_edits=edits,
-                             accelerator=settings.accelerator)
+    with training_role("fair"):
+        fair, finfo = train_adel(fair_spec, rows.x, rows.y, rows.c, rows.x_val, rows.y_val,
+                                 rows.c_val, seed=sd["fair"], pair_edits=edits,
+                                 accelerator=settings.accelerator)
     timings["fair_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    if _is_adel(specs.aux):
-        aux, ainfo = train_adel(replace(specs.aux, **adel_ep), rows.x, rows.c, rows.y,
-                                rows.x_val, rows.c_val, rows.y_val, seed=sd["aux"],
-                                accelerator=settings.accelerator)
-    else:
-        aux, ainfo = specs.aux.train(rows.x, rows.c, rows.x_val, rows.c_val, seed=sd["aux"],
-                                     **ep)
+    with training_role("aux"):
+        if _is_adel(specs.aux):
+            aux, ainfo = train_adel(replace(specs.aux, **adel_ep), rows.x, rows.c, rows.y,
+                                    rows.x_val, rows.c_val, rows.y_val, seed=sd["aux"],
+                                    accelerator=settings.accelerator)
+        else:
+            aux, ainfo = specs.aux.train(rows.x, rows.c, rows.x_val, rows.c_val,
+                                         seed=sd["aux"], **ep)
     timings["aux_s"] = time.perf_counter() - t
     log(f"{data.name} seed {seed}: unfair acc {uinfo['accuracy']:.3f}, fair acc "
         f"{finfo['accuracy']:.3f} (adversary {finfo['adv_accuracy']:.3f}, chance "
@@ -394,9 +398,10 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
     log(f"{data.name} seed {seed}: FlipTest GANs {ft.info['n_params']} params, "
         f"{ft.info['train_time_s']:.1f} s, KS {quality['ks']:.3f}")
     t = time.perf_counter()
-    check = {"unfair": check_model(unfair, rows, data, settings, sd["probe"]),
-             "fair": check_model(fair, rows, data, settings, sd["probe"]),
-             "aux": check_model(aux, rows, data, settings, sd["probe"], target="y")}
+    with training_role("probe"):          # the fairness check's MLP probes
+        check = {"unfair": check_model(unfair, rows, data, settings, sd["probe"]),
+                 "fair": check_model(fair, rows, data, settings, sd["probe"]),
+                 "aux": check_model(aux, rows, data, settings, sd["probe"], target="y")}
     check.update(verdict(check["unfair"], check["fair"], settings.targets))
     check["fair_overrides"] = fair_over
     timings["check_s"] = time.perf_counter() - t
