@@ -280,7 +280,8 @@ def test_fair_by_dataset_must_name_fair_model_fields():
 
 
 def _figure_texts(monkeypatch) -> list[str]:
-    """Every text of the figures saved from now on (suptitle, figure texts, panel titles)."""
+    """Every text of the figures saved from now on (suptitle, figure texts, panel titles,
+    legend entries and titles, axis labels)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -290,7 +291,10 @@ def _figure_texts(monkeypatch) -> list[str]:
 
     def spy(fig, *a, **k):
         texts.extend([fig._suptitle.get_text() if fig._suptitle else "",
-                      *(t.get_text() for t in fig.texts), *(ax.get_title() for ax in fig.axes)])
+                      *(t.get_text() for t in fig.texts), *(ax.get_title() for ax in fig.axes),
+                      *(ax.get_ylabel() for ax in fig.axes),
+                      *(t.get_text() for leg in fig.legends for t in leg.get_texts()),
+                      *(leg.get_title().get_text() for leg in fig.legends)])
         return save(fig, *a, **k)
 
     monkeypatch.setattr(Figure, "savefig", spy)
@@ -325,11 +329,19 @@ def test_weak_fair_recipe_fails_the_check_and_is_flagged(tmp_path, monkeypatch):
     assert not models.fair_pass.item() and not models.fair_probe_ok.item()
     assert models.fair_probe_auroc.item() == pytest.approx(fc["fair"]["probe_auroc"], abs=1e-4)
     assert "**FAILS**" in (tmp_path / "r" / "real_models.md").read_text()
-    assert any(t.startswith("fair model FAILS the check: probe AUROC") for t in texts)
-    probe = f"probe {fc['unfair']['probe_auroc']:.2f} / {fc['fair']['probe_auroc']:.2f}"
-    titles = [t for t in texts if ": AUROC " in t.split("\n")[0]]
+    # the check is stated once, in the legend, and the failing fair model's entry says so
+    entries = [t for t in texts if t.startswith(("unfair model: probe", "Adel fair model:"))]
+    assert len(entries) == 2, texts
+    assert entries[0] == (f"unfair model: probe {fc['unfair']['probe_auroc']:.2f}, swap "
+                          f"{fc['unfair']['proxy_swap_mean_abs_dprob']:.3f}, accuracy "
+                          f"{fc['unfair']['accuracy']:.3f}")
+    assert entries[1].startswith(f"Adel fair model: probe {fc['fair']['probe_auroc']:.2f}")
+    assert "FAILS the check (probe" in entries[1]
+    assert sum(f"probe {fc['fair']['probe_auroc']:.2f}" in t for t in texts) == 1
+    # one titled panel per method, each with its separation AUROC; the y axis is labelled
+    titles = [t for t in texts if "\nvs Adel " in t]
     assert len(titles) == len(m["method_names"]), texts
-    assert all(probe in t for t in titles)
+    assert "unfairness score" in texts
 
     # the same job with a fair model that passes: no flag anywhere
     passing = json.loads(json.dumps(m))
