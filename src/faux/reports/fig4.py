@@ -412,7 +412,8 @@ def _fig4_md(frame: pd.DataFrame, models: pd.DataFrame) -> str:
     head = {"fair": "vs Adel fair", "blind": "vs proxy-blind"}
     out = ["Fig. 4/10: AUROC of telling the unfair model's scores from a fair model's "
            "(0.5 = no separation, < 0.5 = the fair model scores higher), mean ± std over "
-           "seeds; in brackets the median score of the unfair / fair model. Fair models: "
+           "seeds; in brackets the median score of the unfair model / of that fair model. Fair "
+           "models: "
            "the Adel fair model (adversarially trained to hide c)"
            + (" and the proxy-blind fair model (the unfair recipe blind to the declared "
               "proxy edit by construction)" if blind else "") + ".\n\n",
