@@ -280,7 +280,8 @@ def test_fair_by_dataset_must_name_fair_model_fields():
 
 
 def _figure_texts(monkeypatch) -> list[str]:
-    """Every text of the figures saved from now on (suptitle, figure texts, panel titles)."""
+    """Every text of the figures saved from now on (suptitle, figure texts, panel titles,
+    legend entries and titles, axis labels)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -290,7 +291,10 @@ def _figure_texts(monkeypatch) -> list[str]:
 
     def spy(fig, *a, **k):
         texts.extend([fig._suptitle.get_text() if fig._suptitle else "",
-                      *(t.get_text() for t in fig.texts), *(ax.get_title() for ax in fig.axes)])
+                      *(t.get_text() for t in fig.texts), *(ax.get_title() for ax in fig.axes),
+                      *(ax.get_ylabel() for ax in fig.axes),
+                      *(t.get_text() for leg in fig.legends for t in leg.get_texts()),
+                      *(leg.get_title().get_text() for leg in fig.legends)])
         return save(fig, *a, **k)
 
     monkeypatch.setattr(Figure, "savefig", spy)
@@ -325,11 +329,19 @@ def test_weak_fair_recipe_fails_the_check_and_is_flagged(tmp_path, monkeypatch):
     assert not models.fair_pass.item() and not models.fair_probe_ok.item()
     assert models.fair_probe_auroc.item() == pytest.approx(fc["fair"]["probe_auroc"], abs=1e-4)
     assert "**FAILS**" in (tmp_path / "r" / "real_models.md").read_text()
-    assert any(t.startswith("fair model FAILS the check: probe AUROC") for t in texts)
-    probe = f"probe {fc['unfair']['probe_auroc']:.2f} / {fc['fair']['probe_auroc']:.2f}"
-    titles = [t for t in texts if ": AUROC " in t.split("\n")[0]]
+    # the check is stated once, in the legend, and the failing fair model's entry says so
+    entries = [t for t in texts if t.startswith(("unfair model: probe", "Adel fair model:"))]
+    assert len(entries) == 2, texts
+    assert entries[0] == (f"unfair model: probe {fc['unfair']['probe_auroc']:.2f}, swap "
+                          f"{fc['unfair']['proxy_swap_mean_abs_dprob']:.3f}, accuracy "
+                          f"{fc['unfair']['accuracy']:.3f}")
+    assert entries[1].startswith(f"Adel fair model: probe {fc['fair']['probe_auroc']:.2f}")
+    assert "FAILS the check (probe" in entries[1]
+    assert sum(f"probe {fc['fair']['probe_auroc']:.2f}" in t for t in texts) == 1
+    # one titled panel per method, each with its separation AUROC; the y axis is labelled
+    titles = [t for t in texts if "\nvs Adel " in t]
     assert len(titles) == len(m["method_names"]), texts
-    assert all(probe in t for t in titles)
+    assert "unfairness score" in texts
 
     # the same job with a fair model that passes: no flag anywhere
     passing = json.loads(json.dumps(m))
@@ -493,3 +505,90 @@ def test_target_facts_keep_the_probe_controls_history():
     assert facts["alpha_last"] == 1.25
     assert facts["probe_history"] == [{"epoch": 44, "val_probe": 0.61, "floor": 1.0}]
     assert "probe_history" not in target_facts({**info, "probe_history": []}, check, rows)
+
+
+# ----------------------------------------------------------------------------- proxy-blind model
+
+
+def test_merge_edits_makes_a_network_blind_to_the_edit():
+    import torch
+
+    from faux.models.mlp import MLP
+    from faux.models.proxy_blind import MergeEdits, ProxyBlind
+
+    torch.manual_seed(0)
+    model = ProxyBlind(MergeEdits([(2, 3)], 5), MLP(5, width=8, depth=1)).eval()
+    x = torch.randn(20, 5)
+    x[:, 2:] = torch.eye(3)[torch.arange(20) % 3]
+    swapped = x[:, [0, 1, 3, 2, 4]]                   # red <-> green
+    assert torch.equal(model(x), model(swapped))
+    assert torch.equal(model.hidden(x), model.hidden(swapped))
+    other = x[:, [0, 1, 4, 3, 2]]                     # red <-> blue is not merged: it moves
+    assert not torch.equal(model(x), model(other))
+    with pytest.raises(ConfigError, match="two distinct columns"):
+        MergeEdits([(2, 2)], 5)
+    with pytest.raises(ConfigError, match="two distinct columns"):
+        MergeEdits([(2, 5)], 5)
+
+
+def test_proxy_blind_fair_model_is_scored_and_checked_beside_the_adel_one(tmp_path,
+                                                                          monkeypatch):
+    import faux.studies.fairness_check as fcm
+
+    monkeypatch.setitem(fcm.PROXY_EDITS, "toy", (("colour=red", "colour=green"),))
+    lines = []
+    res = run_real(_toy_data(), settings=replace(TINY, blind=True), seed=0, log=lines.append)
+    m = res.metrics
+    assert m["scored_models"] == ["unfair", "fair", "blind"]
+    fc = m["fairness_check"]
+    # blind by construction: the declared swap cannot move it; the unfair model's can move
+    assert fc["blind"]["proxy_swap_n"] > 0 and fc["blind"]["proxy_swap_mean_abs_dprob"] == 0.0
+    assert fc["unfair"]["proxy_swap_mean_abs_dprob"] > 0.0
+    bv = fc["blind_verdict"]
+    assert bv["checks"]["swap"] is True and set(bv["checks"]) == {"probe", "swap", "accuracy"}
+    assert 0 <= fc["blind"]["probe_auroc"] <= 1 and fc["blind"]["probe_target"] == "c"
+    assert m["models"]["blind"]["edits"] == [["colour=red", "colour=green"]]
+    assert m["models"]["blind"]["accuracy"] == fc["blind"]["accuracy"]
+    for name in m["method_names"]:
+        s = m["methods"][name]
+        arr = res.arrays[f"{name}__blind"]
+        assert arr.shape == (60,) and np.isfinite(arr).all()
+        assert s["blind"]["median"] == pytest.approx(np.median(arr), rel=1e-5, abs=1e-7)
+        assert s["auroc_blind"] == pytest.approx(
+            summarise_pair(res.arrays[f"{name}__unfair"], res.arrays[f"{name}__fair"],
+                           arr)["auroc_blind"])
+        assert 0 <= s["paired_win_blind"] <= 1
+    assert any("proxy-blind model: probe AUROC" in line for line in lines)
+    json.dumps(m)
+
+    # a dataset without declared edits gets no blind model, and says so
+    monkeypatch.delitem(fcm.PROXY_EDITS, "toy")
+    lines.clear()
+    m2 = run_real(_toy_data(), settings=replace(TINY, blind=True), seed=0,
+                  log=lines.append).metrics
+    assert m2["scored_models"] == ["unfair", "fair"] and "blind" not in m2["fairness_check"]
+    assert "auroc_blind" not in m2["methods"]["faux_ng"]
+    assert any("no proxy-blind fair model" in line for line in lines)
+
+
+def test_summarise_pair_against_the_blind_model():
+    rng = np.random.default_rng(1)
+    fair = rng.random(100)
+    s = summarise_pair(fair + 1.0, fair, fair + 2.0)
+    assert s["auroc"] == 1.0 and s["auroc_blind"] == 0.0 and s["paired_win_blind"] == 0.0
+    assert s["blind"]["median"] == pytest.approx(np.median(fair) + 2.0)
+    assert "auroc_blind" not in summarise_pair(fair, fair)
+
+
+@pytest.mark.parametrize("profile,on", [("quick", True), ("paper", True), ("tiny", False)])
+def test_the_blind_model_switch_follows_the_profile(profile, on):
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    import faux.run  # noqa: F401  (resolvers)
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["experiment=real", f"profile={profile}",
+                                           "data=adult", "paths.output_dir=."])
+    s = real_study.Settings.from_config(OmegaConf.to_container(cfg, resolve=True))
+    assert s.study.blind is on

@@ -8,11 +8,13 @@ study's seeds, rows and recipes at the quick profile's sizes) for several seeds,
    unit gradient (what fAux+NG reads) and the logistic regression of c on x (what FTA + lin.
    aux reads), and the original features carrying most of its mean unit gradient.
 
-With ``--blind`` a third target joins: the unfair recipe blind to the dataset's declared
-proxy edit by construction (the two edited columns enter the network as their sum, so the
-edit cannot move it; e.g. Adult's Husband and Wife become "spouse"). It asks whether the test
-ranks a model that cannot use the most c-coded feature below the unfair one, i.e. whether a
-reversal belongs to the test or to the adversarially fair model.
+With ``--blind`` a third target joins: the study's proxy-blind fair model
+(``faux.studies.real.train_blind``: the unfair recipe blind to the dataset's declared proxy
+edit by construction, the two edited columns entering the network as their sum, so the edit
+cannot move it; e.g. Adult's Husband and Wife become "spouse"), trained as the study trains it
+(``profile.real.blind_model``) with its own seed. It asks whether the test ranks a model that
+cannot use the most c-coded feature below the unfair one, i.e. whether a reversal belongs to
+the test or to the adversarially fair model.
 
     FAUX_DATA_DIR=/work/shared/data OMP_NUM_THREADS=1 .venv/bin/python scripts/research/diagnose_real.py \
         --dataset adult --seeds 0,1 [--blind] [model.fair.decor=2.0 ...]
@@ -37,6 +39,8 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
 def main(argv=None) -> None:
+    from dataclasses import replace
+
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
     from sklearn.linear_model import LogisticRegression
@@ -44,9 +48,8 @@ def main(argv=None) -> None:
     from faux.data.real import load_real
     from faux.methods.gradients import score
     from faux.metrics.ranking import separation_auroc
-    from faux.studies.fairness_check import edit_columns, proxy_edits
     from faux.studies.job import register_resolvers
-    from faux.studies.real import SEED_OFFSETS, Settings, select_rows, train_models
+    from faux.studies.real import Settings, select_rows, train_models
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="adult")
@@ -69,20 +72,18 @@ def main(argv=None) -> None:
         data = load_real(a.dataset, seed, root=st.data_dir, val_frac=st.val_frac,
                          test_frac=st.test_frac)
         rows = select_rows(data, st.study, seed)
-        m3 = train_models(data, rows, st.specs, st.study, seed, log=print)
+        m3 = train_models(data, rows, st.specs, replace(st.study, blind=a.blind), seed,
+                          log=print)
         lr = LogisticRegression(max_iter=1000).fit(rows.x, rows.c)
         runs[seed] = dict(data=data, x=torch.as_tensor(rows.x_score), unfair=m3["unfair"][0],
                           fair=m3["fair"][0], aux=m3["aux"][0],
                           w=torch.as_tensor(lr.coef_[0], dtype=torch.float32))
         if a.blind:
-            merge = Merged(edit_columns(proxy_edits(a.dataset), data.feature_names),
-                           rows.x.shape[1])
-            net, info = st.specs.target.train(
-                merge(torch.as_tensor(rows.x)), rows.y, merge(torch.as_tensor(rows.x_val)),
-                rows.y_val, seed=seed + SEED_OFFSETS["unfair"], max_epochs=st.study.max_epochs,
-                patience=st.study.patience, accelerator="cpu")
-            runs[seed]["blind"] = torch.nn.Sequential(merge, net).eval()
-            print(f"seed {seed}: blind model accuracy {info['accuracy']:.3f}", flush=True)
+            if m3["blind"] is None:
+                ap.error(f"--blind: {a.dataset} declares no proxy edit")
+            runs[seed]["blind"] = m3["blind"][0]
+            print(f"seed {seed}: blind model accuracy {m3['blind'][1]['accuracy']:.3f}",
+                  flush=True)
         print(f"seed {seed}: trained", flush=True)
 
     opts = {"output": "prob", "aux_output": "logit", "ng": "sample"}
@@ -131,21 +132,6 @@ def main(argv=None) -> None:
         per = {n: float(mag[groups == n].sum()) for n in dict.fromkeys(groups)}
         top = sorted(per.items(), key=lambda kv: -kv[1])[:5]
         print(f"  seed {seed} aux   : " + ", ".join(f"{n} {v:.2f}" for n, v in top))
-
-
-class Merged(torch.nn.Module):
-    """x with each edited pair of columns (a, b) replaced by their sum in both places: a
-    network on it cannot tell the two levels apart (the edit a <-> b leaves it unchanged)."""
-
-    def __init__(self, pairs, d: int):
-        super().__init__()
-        m = torch.eye(d)
-        for i, j in pairs:
-            m[i, j] = m[j, i] = 1.0
-        self.register_buffer("m", m)
-
-    def forward(self, x):
-        return x @ self.m
 
 
 if __name__ == "__main__":

@@ -122,6 +122,7 @@ RULES: dict[str, Rule] = {
     "profile.real.adel_last_width": COUNT_OR_NULL,
     "profile.real.adel_probe_target": AUROC_OR_NULL,
     "profile.real.adel_probe_select": FLAG,
+    "profile.real.blind_model": FLAG,
     "profile.fig5.draws": COUNT,
     "profile.fig5.synth.n_train": COUNT,
     "profile.fig5.synth.n_val": COUNT,

@@ -1,6 +1,7 @@
 """Fig. 11 from the FlipTest sweep (jobs ``fig11_cell``): ``build`` writes one row per job
 (λ, GAN seed, AP, KS, MSE) to ``fig11.csv``, the Pearson and Spearman correlations of AP with
-KS and with MSE to ``fig11.md``, and ``fig11.png`` (AP against KS and against MSE, coloured
+KS and with MSE to ``fig11.md`` (with a table of each beside the paper's finding:
+:func:`claim_rows`), and ``fig11.png`` (AP against KS and against MSE, coloured
 by λ).
 """
 
@@ -17,6 +18,25 @@ from faux.reports.sweep import results_of, unfinished_cells
 
 NAME = "fig11"
 JOB = "fig11_cell"
+#: |Pearson r| at or above which AP "correlates" with a GAN metric (the paper gives no number)
+CORRELATES = 0.3
+#: the paper's finding per GAN metric (A.11.4, Fig. 11): the expected sign of AP's correlation
+#: with it (-1: a better, i.e. smaller, value goes with a higher AP; 0: no relation)
+PAPER_CLAIMS = {
+    "ks": (-1, "a smaller KS statistic goes with a higher AP"),
+    "mse": (0, "MSE does not correlate with AP (\"at odds\" with it)"),
+}
+
+
+def claim_rows(corr: dict) -> list[tuple[str, str, str, bool]]:
+    """Per GAN metric: (metric, the paper's claim, our Pearson / Spearman, whether ours agrees:
+    the sign the paper expects at ``|r| >= CORRELATES``, or ``|r| < CORRELATES`` for none)."""
+    rows = []
+    for q, (sign, text) in PAPER_CLAIMS.items():
+        r, rho = corr[f"pearson_ap_{q}"], corr[f"spearman_ap_{q}"]
+        agrees = abs(r) < CORRELATES if sign == 0 else sign * r >= CORRELATES
+        rows.append((q.upper(), text, f"{r:+.2f} / {rho:+.2f}", bool(agrees)))
+    return rows
 
 
 def fig11_frame(sweep) -> pd.DataFrame:
@@ -114,8 +134,15 @@ def _fig11_md(frame: pd.DataFrame, corr: dict, facts: dict) -> str:
     for lam, g in frame.groupby("transport_weight"):
         out.append(f"| {lam:g} | {len(g)} | {ms(g, 'ap')} | {ms(g, 'ap_top30')} | {ms(g, 'ks')} | "
                    f"{ms(g, 'mse')} | {ms(g, 'mse_real')} |\n")
-    out.append(f"\nPositive rate {frame['positive_rate'].iloc[0]:.3f}. Correlations over "
-               f"{corr['n_points']} GANs (paper: KS correlates with AP, MSE does not):\n\n")
+    out.append(f"\nPositive rate {frame['positive_rate'].iloc[0]:.3f}. Our correlations of "
+               f"AP with each GAN metric over {corr['n_points']} GANs beside the paper's "
+               f"finding (agrees: the paper's sign at |Pearson| ≥ {CORRELATES}, or "
+               f"|Pearson| < {CORRELATES} where it finds no relation):\n\n"
+               "| GAN metric | paper (A.11.4) | ours: Pearson / Spearman | agrees |\n"
+               "|---|---|---|---|\n")
+    for q, text, ours, agrees in claim_rows(corr):
+        out.append(f"| {q} | {text} | {ours} | {'yes' if agrees else '**no**'} |\n")
+    out.append("\nAll correlations:\n\n")
     for k, v in corr.items():
         if k != "n_points":
             out.append(f"- {k}: {v:.3f}\n")

@@ -10,7 +10,13 @@ seed, so every model is trained once and every method scores the same individual
    target (Adel et al. 2019: predicts y while an adversary on its hidden layer is kept from
    reading c), the aux model (Adel: predicts c while an adversary is kept from reading y;
    A.11.2; a plain MLP when an ``MLPSpec`` is passed), FlipTest's two WGANs, and the
-   logistic-regression fair metric shared by FTA + lin. aux and Unfair Map;
+   logistic-regression fair metric shared by FTA + lin. aux and Unfair Map; with
+   ``RealSettings.blind`` (``profile.real.blind_model``) a second kind of fair model, the
+   *proxy-blind* one: the unfair recipe trained with the dataset's declared proxy edits merged
+   (``faux.models.proxy_blind``; exactly invariant to the edit, otherwise as unfair as the
+   data lets it be), scored, checked and compared like the Adel fair model (``auroc_blind``,
+   ``paired_win_blind``, ``fairness_check.blind``, ``fairness_check.blind_verdict``; none for
+   a dataset without declared edits, e.g. SSL);
 3. scores (Fig. 4/10): every registered method whose needs the study meets (target, aux,
    training rows, GANs: ``fta, fta_lin, unfair_map, fliptest, faux, faux_ng, faux_ig``; not
    LIC-UB, which needs the true dx/dc) plus named ``variants`` (another option set of a
@@ -51,8 +57,8 @@ the three same-sized networks do not share initial weights or mini-batch order.
 
 The job (``Settings.from_config`` reads the config, ``run`` writes ``scores.npz``): the
 per-individual scores go to ``scores.npz`` beside ``result.json`` (keys ``<method>__unfair`` /
-``<method>__fair``, ``score_idx``, ``y``, ``c``); the metrics hold their quantiles, AUROCs, the
-Table 3 reports and the Table 4 costs. A dataset that cannot be loaded (no SSL CSV placed, a
+``<method>__fair`` / ``<method>__blind`` when trained, ``score_idx``, ``y``, ``c``); the
+metrics hold their quantiles, AUROCs, the Table 3 reports and the Table 4 costs. A dataset that cannot be loaded (no SSL CSV placed, a
 raw file missing, a protected attribute with a single value in a split, an SSL CSV without a
 required column) does not stop a sweep: the job logs one line ``<dataset> seed <s>: skipped:
 <reason>`` and returns ``{"skipped": <reason>, "skip_kind": "absent" | "error"}``; the
@@ -92,7 +98,10 @@ QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 #: offsets of each trained part's seed from the job's seed: the unfair target, the fair target
 #: and the aux model share an architecture, and the same seed would give them the same initial
 #: weights and mini-batch order, which could itself align their gradients
-SEED_OFFSETS = {"unfair": 0, "fair": 1000, "aux": 2000, "gan": 3000, "probe": 4000}
+SEED_OFFSETS = {"unfair": 0, "fair": 1000, "aux": 2000, "gan": 3000, "probe": 4000,
+                "blind": 5000}
+#: the second fair model (``RealSettings.blind``): the unfair recipe blind to the declared edits
+BLIND = "blind"
 
 
 @dataclass(frozen=True)
@@ -117,6 +126,9 @@ class RealSettings:
                                                  "patience": 5})  # fairness_check's MLP probe
     targets: dict = field(default_factory=lambda: dict(TARGETS))
     fair_by_dataset: dict = field(default_factory=dict)  # dataset -> AdelSpec field overrides
+    # also train the proxy-blind fair model (the unfair recipe on the declared edits merged;
+    # faux.models.proxy_blind) and score, check and compare it like the Adel fair model
+    blind: bool = False
     n_random_rankings: int = 1000
     gan_quality_rows: int | None = 2000   # validation rows for FlipTest's KS / MSE metrics
     accelerator: str = "auto"
@@ -315,14 +327,22 @@ class Trained:
     fitted: dict            # method name -> the fitted fairness test
     facts: dict
     timings: dict
-    check: dict             # the fairness check: unfair, fair, aux, verdict
+    check: dict             # the fairness check: unfair, fair, aux, verdict (, blind)
+    blind: torch.nn.Module | None = None    # the proxy-blind fair model, when trained
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The scored targets: unfair, fair (and blind)."""
+        return (*MODELS, BLIND) if self.blind is not None else MODELS
 
 
 def train_models(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSettings,
                  seed: int, log: Callable[[str], None] = log_.info) -> dict:
     """Train the unfair target, the fair target and the aux model of a job (each with its own
-    seed, ``seed + SEED_OFFSETS[part]``): ``{unfair, fair, aux: (model, info), fair_over,
-    timings}``. The job's :func:`train_all` and ``scripts/research/diagnose_real.py`` share it."""
+    seed, ``seed + SEED_OFFSETS[part]``): ``{unfair, fair, aux, blind: (model, info),
+    fair_over, timings}``; ``blind`` is None unless ``settings.blind`` and the dataset declares
+    proxy edits (:func:`train_blind`). The job's :func:`train_all` and
+    ``scripts/research/diagnose_real.py`` share it."""
     from faux.models.adel import train_adel
 
     if not _is_adel(specs.fair):
@@ -362,11 +382,37 @@ def train_models(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSe
             aux, ainfo = specs.aux.train(rows.x, rows.c, rows.x_val, rows.c_val,
                                          seed=sd["aux"], **ep)
     timings["aux_s"] = time.perf_counter() - t
+    blind = None
+    if settings.blind:
+        t = time.perf_counter()
+        blind = train_blind(data, rows, specs, settings, seed, log)
+        timings["blind_s"] = time.perf_counter() - t
     log(f"{data.name} seed {seed}: unfair acc {uinfo['accuracy']:.3f}, fair acc "
         f"{finfo['accuracy']:.3f} (adversary {finfo['adv_accuracy']:.3f}, chance "
-        f"{finfo['adv_chance']:.3f}), aux acc {ainfo['accuracy']:.3f}")
+        f"{finfo['adv_chance']:.3f}), aux acc {ainfo['accuracy']:.3f}"
+        + ("" if blind is None else f", blind acc {blind[1]['accuracy']:.3f}"))
     return {"unfair": (unfair, uinfo), "fair": (fair, finfo), "aux": (aux, ainfo),
-            "fair_over": fair_over, "timings": timings}
+            "blind": blind, "fair_over": fair_over, "timings": timings}
+
+
+def train_blind(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSettings,
+                seed: int, log: Callable[[str], None] = log_.info):
+    """The proxy-blind fair model: the unfair target's recipe with the dataset's declared
+    proxy edits merged (``faux.models.proxy_blind``), seed ``seed + SEED_OFFSETS["blind"]``;
+    ``(model, info)``, or None (one log line) when the dataset declares no edit."""
+    from faux.models.proxy_blind import train_proxy_blind
+
+    edits = proxy_edits(data.name)
+    if not edits:
+        log(f"{data.name}: no declared proxy edits (faux.studies.fairness_check.PROXY_EDITS); "
+            f"no proxy-blind fair model")
+        return None
+    net, info = train_proxy_blind(
+        specs.target, edit_columns(edits, data.feature_names), rows.x, rows.y, rows.x_val,
+        rows.y_val, seed=int(seed) + SEED_OFFSETS[BLIND], max_epochs=int(settings.max_epochs),
+        patience=settings.patience, accelerator=settings.accelerator)
+    info = {**info, "edits": [list(e) for e in edits]}
+    return net, info
 
 
 def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSettings, seed: int,
@@ -375,6 +421,7 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
     (FlipTest's GANs, the linear fair metric of FTA + lin. aux and Unfair Map, ...) once."""
     m3 = train_models(data, rows, specs, settings, seed, log)
     (unfair, uinfo), (fair, finfo), (aux, ainfo) = m3["unfair"], m3["fair"], m3["aux"]
+    blind, binfo = m3["blind"] or (None, None)
     fair_over, timings = m3["fair_over"], m3["timings"]
     sd = {k: int(seed) + v for k, v in SEED_OFFSETS.items()}
     gan = replace(specs.gan, gen_steps=int(settings.gan_steps))
@@ -404,6 +451,9 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
                  "aux": check_model(aux, rows, data, settings, sd["probe"], target="y")}
     check.update(verdict(check["unfair"], check["fair"], settings.targets))
     check["fair_overrides"] = fair_over
+    if blind is not None:
+        check[BLIND] = check_model(blind, rows, data, settings, sd["probe"])
+        check["blind_verdict"] = verdict(check["unfair"], check[BLIND], settings.targets)
     timings["check_s"] = time.perf_counter() - t
     u, f = check["unfair"], check["fair"]
     log(f"{data.name} seed {seed}: fairness check, unfair / fair: probe AUROC "
@@ -412,6 +462,12 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
         f"accuracy {_f(u['accuracy'])} / {_f(f['accuracy'])}; aux probe of y "
         f"{_f(check['aux']['probe_auroc'])}; fair model "
         + ("passes" if check["pass"] else "FAILS: " + "; ".join(check["fails"])))
+    if blind is not None:
+        b, bv = check[BLIND], check["blind_verdict"]
+        log(f"{data.name} seed {seed}: fairness check, proxy-blind model: probe AUROC "
+            f"{_f(b['probe_auroc'])}, swap {_f(b['proxy_swap_mean_abs_dprob'])}, accuracy "
+            f"{_f(b['accuracy'])}; " + ("passes" if bv["pass"]
+                                        else "FAILS: " + "; ".join(bv["fails"])))
     t = time.perf_counter()
     with torch.no_grad():
         a_logit = _logits(aux, rows.x_val)
@@ -434,8 +490,10 @@ def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSetti
             "ks": float(quality["ks"]), "mse": float(quality["mse"]),
             "mse_real": float(quality["mse_real"])},
     }
+    if blind is not None:
+        facts[BLIND] = {**target_facts(binfo, check[BLIND], rows), "edits": binfo["edits"]}
     timings["facts_s"] = time.perf_counter() - t
-    return Trained(unfair, fair, aux, fitted, facts, timings, check)
+    return Trained(unfair, fair, aux, fitted, facts, timings, check, blind)
 
 
 # ----------------------------------------------------------------------------- scores
@@ -451,18 +509,25 @@ def score_one(method: str, target: torch.nn.Module, tr: Trained, rows: Rows,
     return torch.as_tensor(s).detach().reshape(-1).double().numpy()
 
 
-def summarise_pair(unfair: np.ndarray, fair: np.ndarray) -> dict:
-    """Quantiles of both models' scores, separation AUROC and paired win rate."""
+def summarise_pair(unfair: np.ndarray, fair: np.ndarray, blind: np.ndarray | None = None
+                   ) -> dict:
+    """Quantiles of both models' scores, separation AUROC and paired win rate; with
+    ``blind`` (the proxy-blind model's scores) also its quantiles, ``auroc_blind`` and
+    ``paired_win_blind`` (the unfair model against it)."""
     from faux.metrics.ranking import separation_auroc
 
     out = {}
-    for name, s in (("unfair", unfair), ("fair", fair)):
+    pairs = [("unfair", unfair), ("fair", fair)] + ([] if blind is None else [(BLIND, blind)])
+    for name, s in pairs:
         q = np.quantile(s, QUANTILES)
         out[name] = {"mean": float(s.mean()), **{f"q{int(round(100 * p)):02d}": float(v)
                                                  for p, v in zip(QUANTILES, q)}}
         out[name]["median"] = out[name]["q50"]
-    out["auroc"] = separation_auroc(unfair, fair)
-    out["paired_win"] = float(np.mean(unfair > fair) + 0.5 * np.mean(unfair == fair))
+    for suffix, other in (("", fair), ("_blind", blind)):
+        if other is not None:
+            out[f"auroc{suffix}"] = separation_auroc(unfair, other)
+            out[f"paired_win{suffix}"] = float(np.mean(unfair > other)
+                                               + 0.5 * np.mean(unfair == other))
     return out
 
 
@@ -474,13 +539,15 @@ def score_all(tr: Trained, rows: Rows, settings: RealSettings) -> tuple[dict, di
              for name, v in settings.variants.items()]
     for name, method, opts in jobs:
         t = time.perf_counter()
-        s = {model: score_one(method, getattr(tr, model), tr, rows, opts) for model in MODELS}
+        s = {model: score_one(method, getattr(tr, model), tr, rows, opts)
+             for model in tr.models}
         elapsed = time.perf_counter() - t
-        for model in MODELS:
+        for model in tr.models:
             if not np.isfinite(s[model]).all():
                 raise ConfigError(f"{name}: non-finite scores for the {model} model")
             arrays[f"{name}__{model}"] = s[model].astype(np.float32)
-        summaries[name] = {**summarise_pair(s["unfair"], s["fair"]), "score_s": elapsed}
+        summaries[name] = {**summarise_pair(s["unfair"], s["fair"], s.get(BLIND)),
+                           "score_s": elapsed}
     return summaries, arrays
 
 
@@ -544,7 +611,9 @@ def run_real(data: RealData, specs: ModelSpecs | None = None,
     for name in settings.method_names:
         s = summaries[name]
         log(f"{data.name} seed {seed}: {name:16s} median unfair {s['unfair']['median']:.4g} "
-            f"fair {s['fair']['median']:.4g} AUROC {s['auroc']:.3f}")
+            f"fair {s['fair']['median']:.4g} AUROC {s['auroc']:.3f}"
+            + (f"; blind {s[BLIND]['median']:.4g} AUROC {s['auroc_blind']:.3f}"
+               if BLIND in s else ""))
     t = time.perf_counter()
     t3 = transparency(tr, rows, data, settings, seed)
     t_t3 = time.perf_counter() - t
@@ -559,7 +628,8 @@ def run_real(data: RealData, specs: ModelSpecs | None = None,
         "n_train": int(len(rows.y)), "n_val": int(len(rows.y_val)),
         "n_score": int(len(rows.y_score)), "n_columns": int(data.n_features),
         "c_rate_train": float(rows.c.mean()), "y_rate_train": float(rows.y.mean()),
-        "models": f, "fairness_check": tr.check, "methods": summaries, "method_names": list(settings.method_names),
+        "models": f, "fairness_check": tr.check, "methods": summaries,
+        "method_names": list(settings.method_names), "scored_models": list(tr.models),
         "table3": t3,
         "table4": {"fliptest_params": f[FlipTestMethod.name]["n_params"],
                    "fliptest_time_s": f[FlipTestMethod.name]["train_time_s"],
@@ -612,6 +682,7 @@ class Settings:
             targets=dict(st.get("targets") or TARGETS),
             fair_by_dataset={k: dict(v or {}) for k, v in
                              (st.get("fair_by_dataset") or {}).items()},
+            blind=bool(real.get("blind_model", False)),
             n_random_rankings=int(st["n_random_rankings"]),
             gan_quality_rows=st["gan_quality_rows"], accelerator=accelerator(cfg))
         model = cfg["model"]
