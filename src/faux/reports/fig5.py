@@ -241,7 +241,7 @@ def plot_fig5(pooled: dict, groups: list[dict], frame: pd.DataFrame, path: Path,
 
     titles = {"bias": "(a) by data bias", "aux_accuracy": "(b) by aux-model accuracy",
               "target_gradient": r"(c) by target-gradient norm $|\nabla f_{tar}|$"}
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.8))
     f = frame[frame["method"] == method].set_index(["panel", "bin"])
     ap_col = "ap_job_rank" if rank else "ap"
     scores = within_job_rank(pooled[method], pooled["job"]) if rank else pooled[method]
@@ -262,8 +262,8 @@ def plot_fig5(pooled: dict, groups: list[dict], frame: pd.DataFrame, path: Path,
         ax.set_xlabel("recall")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1.02)
-        ax.legend(fontsize=7, loc="upper right", title="dashed: random guess",
-                  title_fontsize=7)
+        ax.legend(fontsize=8.5, loc="upper right", title="dashed: random guess",
+                  title_fontsize=8.5)
     axes[0].set_ylabel("precision")
     what = "within-job score ranks" if rank else "scores"
     fig.suptitle(f"Fig. 5: {registry.label(method)} PR curves, {what} pooled over the Section 4.4 "
@@ -271,7 +271,7 @@ def plot_fig5(pooled: dict, groups: list[dict], frame: pd.DataFrame, path: Path,
                  "individuals)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=130)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 

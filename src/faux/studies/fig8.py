@@ -174,14 +174,20 @@ def _plot(hists, fusions, biases, df, path: Path, pair) -> None:
             ax = axes[i][j]
             ax.hist(hists[(fusion, bias)], bins=bins, color="tab:gray")
             row = df[(df.fusion == fusion) & (df.bias == bias)].iloc[0]
-            ax.axvline(row.threshold, color="tab:red", lw=1, ls="--")
+            ax.axvline(row.threshold, color="tab:red", lw=1, ls="--",
+                       label="label threshold: above it an individual is labelled unfair")
             ax.set_yscale("log")
+            if j == 0:
+                ax.set_ylabel("individuals (log scale)", fontsize=8)
             ax.set_title(f"{fusion}, bias = {bias:g}\nmean IFS {row.ifs_mean:.3f}, "
                          f"pos. rate {row.positive_rate:.2f}", fontsize=8)
             if i == len(fusions) - 1:
                 ax.set_xlabel("IFS = |f(x) - f(x')|", fontsize=8)
-    fig.suptitle(f"Figure 8: xc/xy = {pair[0]}/{pair[1]}", fontsize=9)
-    fig.tight_layout()
+    fig.suptitle(f"Figure 8: xc/xy = {pair[0]}/{pair[1]}, IFS of the test individuals per "
+                 "fusion and bias", fontsize=9)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
