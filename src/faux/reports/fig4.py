@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from faux.methods import registry
-from faux.methods.builtin import FlipTestMethod
+from faux.methods.builtin import FAuxNGMethod, FlipTestMethod
 from faux.reports.base import Report, fmt, write_tables
 from faux.reports.real_sweep import (
     DATASET_LABELS,
@@ -59,7 +59,7 @@ TICKS = {"unfair": "unfair", "fair": "Adel", "blind": "blind"}
 #: fAux+NG "separates" an unfair model from a fair one at AUROC >= 0.5 + SEPARATES_MARGIN and
 #: "reverses" them at <= 0.5 - SEPARATES_MARGIN (the status line of fig4.md)
 SEPARATES_MARGIN = 0.1
-STATUS_METHOD = "faux_ng"
+STATUS_METHOD = FAuxNGMethod.name
 
 
 def _load_scores(res: dict) -> dict | None:
