@@ -147,7 +147,7 @@ class TargetModel:
             return self.differentiable
         from faux.audit.exact import mismatch
 
-        err = mismatch(self.twin, self.proba_fn(x), x)
+        err = _safe_mismatch(mismatch, self.twin, self.proba_fn(x), x)
         if _twin_ok(self.twin, err, what):
             return True
         self.module, self.twin, self.exact_from, self.output = None, None, None, "logit"
@@ -231,6 +231,8 @@ def _twin_ok(twin, err: float, what: str) -> bool:
     if err <= TOLERANCE:
         return True
     ref = "predict_proba" if twin.output == "logit" else "predict"
+    if twin.label.startswith("ONNX"):
+        ref = "onnxruntime output"
     print(f"faux audit: warning: the torch conversion of {twin.label} differs from its {ref} "
           f"by {err:.2g} on {what} (more than {TOLERANCE:g}); scoring it by finite "
           "differences", file=sys.stderr)
@@ -363,7 +365,7 @@ def _load_skops(path: Path, trusted_types, exact: bool = True) -> TargetModel:
     return tm
 
 
-def _load_onnx(path: Path) -> TargetModel:
+def _load_onnx(path: Path, d: int | None = None, exact: bool = True) -> TargetModel:
     import onnxruntime as ort
 
     try:
@@ -393,7 +395,46 @@ def _load_onnx(path: Path) -> TargetModel:
                               "audit tests binary classifiers")
         return out.reshape(-1)
 
-    return TargetModel(proba, "onnx", f"ONNX model {path.name}", n_features=width)
+    tm = TargetModel(proba, "onnx", f"ONNX model {path.name}", n_features=width)
+    if exact:
+        _attach_onnx_twin(tm, path, name, width or d)
+    return tm
+
+
+def _attach_onnx_twin(tm: TargetModel, path: Path, output: str, d: int | None) -> None:
+    """Score the ONNX model exactly when its graph converts to torch
+    (``faux.audit.onnx_torch``) and the conversion reproduces onnxruntime's output on probe
+    rows; else ``tm`` stays a black box."""
+    try:
+        import onnx
+    except ImportError:
+        return
+    from faux.audit.exact import mismatch
+    from faux.audit.onnx_torch import convert, probe_rows
+
+    try:
+        model = onnx.load(str(path))
+    except Exception:
+        return
+    twin = convert(model, output, d)
+    if twin is None or d is None:
+        return
+    x = probe_rows(model, d)
+    try:
+        ref = tm.proba_fn(x)
+    except Exception:  # onnxruntime fails on the probe: leave it to the audit
+        return
+    if _twin_ok(twin, _safe_mismatch(mismatch, twin, ref, x), "probe rows"):
+        tm.module, tm.output, tm.exact_from, tm.twin = (twin.module, twin.output, twin.label,
+                                                        twin)
+
+
+def _safe_mismatch(mismatch, twin, ref, x) -> float:
+    """``mismatch``, inf when the converted module fails on the rows."""
+    try:
+        return mismatch(twin, ref, x)
+    except Exception:
+        return float("inf")
 
 
 def _is_lightgbm_text(path: Path) -> bool:
@@ -448,7 +489,7 @@ def _load_by_format(path: Path, d, *, trust_pickle, trusted_types, sha,
         if suffix == ".skops":
             return _loaded_by(_load_skops(path, trusted_types, exact), "skops")
         if suffix == ".onnx":
-            return _loaded_by(_load_onnx(path), "onnxruntime")
+            return _loaded_by(_load_onnx(path, d, exact), "onnxruntime")
         if any(n.endswith("models/model.json") for n in names):
             return _loaded_by(_load_export(path, d), "torch.export")
         if any("/code/" in n for n in names):
