@@ -3,9 +3,11 @@
 A ``TargetModel`` maps raw feature rows ``x`` (numpy float, ``(n, d)``) to the model's
 probability of the positive class (``proba``); a differentiable one also exposes ``module``,
 an ``nn.Module`` mapping a float tensor to logits ``(n,)``, which the audit scores with
-autograd through ``faux.score``: PyTorch models, and scikit-learn linear models, MLPs and
+autograd through ``faux.score``: PyTorch models; scikit-learn linear models, MLPs and
 scaler pipelines, converted to an equivalent torch module (``faux.audit.exact``) that is
-checked against the estimator's own outputs (``exact_from`` names what was converted).
+checked against the estimator's own outputs; and ONNX graphs of supported operators,
+evaluated as a torch module (``faux.audit.onnx_torch``) checked against onnxruntime
+(``exact_from`` names what was converted).
 Everything else is a black box scored by finite differences (``faux.audit.scoring``).
 
 Formats, by content (not only by extension):
@@ -18,7 +20,8 @@ Formats, by content (not only by extension):
   skops' default trust list are refused unless named with ``trusted_types``.
 - LightGBM text model files (``Booster.save_model``): parsed by LightGBM, no code runs.
 - ONNX (``.onnx``): ``onnxruntime``; the output named like ``prob*`` (or the last float
-  output) is read, column 1 of a two-column output.
+  output) is read, column 1 of a two-column output. The graph is also read with ``onnx``
+  and, when every node behind that output converts, scored by autograd.
 - pickle / joblib / ``torch.save``-d modules: only with ``trust_pickle=True`` (unpickling runs
   code from the file); loading one prints a one-line warning on stderr naming the file and
   its sha256.
@@ -94,8 +97,9 @@ class TargetModel:
 
     ``module`` is set for differentiable models: logits ``(n,)`` of float32 input (with
     ``output="value"``: the audited output itself, a regressor's prediction, not a logit).
-    ``exact_from`` names the scikit-learn model a ``module`` was converted from (``"sklearn
-    LogisticRegression"``), None for a torch model or a black box; ``scoring_mode`` says
+    ``exact_from`` names the scikit-learn model or ONNX graph a ``module`` was converted from
+    (``"sklearn LogisticRegression"``, ``"ONNX graph (Gemm, Relu, Sigmoid)"``), None for a
+    torch model or a black box; ``scoring_mode`` says
     how the audit scores it, in words.
     ``n_features`` is the input width when the model states it (else None). ``kind`` and
     ``source`` describe it for the report. A model loaded from a file also has ``file``
@@ -463,7 +467,7 @@ def load_model(path, d: int | None = None, *, trust_pickle: bool = False,
                trusted_types=(), exact: bool = True) -> TargetModel:
     """Load a model file safely (see the module docstring for the formats); the returned
     model records the file, its sha256 and the loader. ``exact=False`` keeps a convertible
-    scikit-learn model (skops, pickle) a black box."""
+    scikit-learn model (skops, pickle) or ONNX graph a black box."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"model file {path} not found; pass --model with an existing file")

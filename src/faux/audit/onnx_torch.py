@@ -336,6 +336,14 @@ def _array_feature_extractor(a, inputs, consts):
     return fn
 
 
+def _zipmap(a, inputs, consts):
+    """The probabilities pass through; the audit reads the class whose label sorts last
+    (``faux.audit.models``), so two columns are put in that order."""
+    labels = list(a.get("classlabels_int64s") or a.get("classlabels_strings") or [])
+    flip = len(labels) == 2 and labels[0] > labels[1]
+    return _select(lambda h: h.flip(-1) if flip else h)
+
+
 def _cast(a, inputs, consts):
     to = int(a["to"])
 
@@ -410,7 +418,7 @@ def _builder(op: str, domain: str, a: dict, inputs, consts, opset: int):
         if op in ml:
             return ml[op](a, inputs, consts)
         if op == "ZipMap":
-            return lambda v, lg: ([v[0]], [lg[0]])
+            return _zipmap(a, inputs, consts)
     raise Unsupported(f"{domain or 'ai.onnx'}.{op}")
 
 
