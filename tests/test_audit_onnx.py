@@ -108,7 +108,7 @@ def test_autograd_gradient_equals_finite_differences_of_onnxruntime(tmp_path):
     # to ~1e-9 with this step (onnxruntime has no float64 LeakyRelu)
     path = _export_torch(Mlp(d, leaky=False), d, tmp_path / "mlp64.onnx", dtype=torch.float64)
     tm = load_model(path, d)
-    assert tm.output == "logit"
+    assert tm.output == "logit" and tm.twin.tolerance == TOLERANCE  # a float64 graph
     x = torch.tensor(X, requires_grad=True)
     torch.sigmoid(tm.module(x)).sum().backward()
     h = 1e-5
@@ -143,6 +143,18 @@ def test_skl2onnx_models_convert_and_match_onnxruntime(tmp_path, name, zipmap):
     np.testing.assert_allclose(tm.proba_fn(x), est.predict_proba(x)[:, 1], atol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["logistic", "mlp_relu"])
+def test_string_class_labels_convert(tmp_path, name):
+    """skl2onnx stores string labels as a string constant beside the graph's arithmetic."""
+    X, y = _data()
+    est = _fit(SKLEARN[name](), X, np.where(y == 1, "yes", "no"))
+    tm = load_model(_save_skl(est, X, tmp_path / "m.onnx"), X.shape[1])
+    assert tm.differentiable and tm.output == "logit", tm.scoring_mode
+    x = _rows(X)
+    np.testing.assert_allclose(twin_outputs(tm.twin, x), est.predict_proba(x)[:, 1],
+                               atol=1e-5)
+
+
 def test_onnx_logistic_logit_and_gradient_are_the_coefficients(tmp_path):
     X, y = _data()
     lr = _fit(LogisticRegression(max_iter=2000), X, y)
@@ -157,6 +169,26 @@ def test_onnx_logistic_logit_and_gradient_are_the_coefficients(tmp_path):
     x = torch.tensor(X[:10], requires_grad=True)
     tm.twin.module(x).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.tile(w, (10, 1)), rtol=1e-12)
+
+
+def test_a_wide_float32_mlp_converts_closer_to_sklearn_than_onnxruntime(tmp_path):
+    """onnxruntime computes a float32 graph in float32; the float64 conversion is closer to
+    scikit-learn's float64 predict_proba than onnxruntime is, and within the float32
+    tolerance of onnxruntime (an MLP on Adult's 97 columns)."""
+    from faux.data.real import load_real
+
+    d = load_real("adult", seed=0)
+    X, y = d.X_train[:1500].astype(np.float64), d.y_train[:1500]
+    est = _fit(make_pipeline(StandardScaler(), MLPClassifier(
+        hidden_layer_sizes=(32, 16), max_iter=100, random_state=0)), X, y)
+    tm = load_model(_save_skl(est, X, tmp_path / "adult_mlp.onnx"), X.shape[1])
+    assert tm.differentiable and tm.twin.tolerance == onnx_torch.FLOAT32_TOLERANCE
+    assert tm.verify_exact(X)
+    p = est.predict_proba(X)[:, 1]
+    twin_err = np.abs(twin_outputs(tm.twin, X) - p).max()
+    ort_err = np.abs(tm.proba_fn(X) - p).max()
+    assert twin_err < ort_err and twin_err <= TOLERANCE
+    assert np.abs(twin_outputs(tm.twin, X) - tm.proba_fn(X)).max() <= tm.twin.tolerance
 
 
 def test_onnx_linear_regressor_converts_to_its_prediction(tmp_path):
