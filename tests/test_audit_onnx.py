@@ -101,6 +101,34 @@ def test_torch_export_converts_and_matches_onnxruntime(tmp_path, head):
     assert z.dtype == torch.float32 and z.shape == (len(x),)
 
 
+def test_batch_norm_and_dropout_at_inference_convert(tmp_path):
+    X, _ = _data()
+    d = X.shape[1]
+    torch.manual_seed(1)
+    net = nn.Sequential(nn.Linear(d, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Dropout(0.2),
+                        nn.Linear(8, 1), nn.Sigmoid())
+    with torch.no_grad():  # running statistics away from (0, 1)
+        for _ in range(5):
+            net(torch.as_tensor(3 * X + 1, dtype=torch.float32))
+    tm = load_model(_export_torch(net, d, tmp_path / "bn.onnx"), d)
+    assert tm.differentiable and "BatchNormalization" in tm.exact_from
+    x = _rows(X)
+    np.testing.assert_allclose(twin_outputs(tm.twin, x), tm.proba_fn(x), rtol=0,
+                               atol=TOLERANCE)
+    # a Dropout node (kept by other exporters) is the identity at inference
+    nodes = [helper.make_node("Dropout", ["X", "r"], ["h"]),
+             helper.make_node("Sigmoid", ["h"], ["Z"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT,
+                                                                     [None, 1])],
+                          [helper.make_tensor_value_info("Z", TensorProto.FLOAT, [None, 1])],
+                          initializer=[helper.make_tensor("r", TensorProto.FLOAT, [], [0.5])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    twin = onnx_torch.convert(model, "Z")
+    assert twin.output == "logit" and twin.label == "ONNX graph (Dropout, Sigmoid)"
+    np.testing.assert_allclose(twin_outputs(twin, X[:, :1]),
+                               _run_ort(model, X[:, :1], "Z").reshape(-1), atol=1e-7)
+
+
 def test_autograd_gradient_equals_finite_differences_of_onnxruntime(tmp_path):
     X, _ = _data(40)
     d = X.shape[1]

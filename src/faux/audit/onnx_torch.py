@@ -7,7 +7,8 @@ when every one of them is supported, else returns None (the model stays a black 
 - ``ai.onnx``: Gemm, MatMul, Add, Sub, Mul, Div, Neg, Exp, Log, Sqrt, Abs, Relu, LeakyRelu,
   Sigmoid, Tanh, Softmax, Identity, Flatten, Cast (between numeric types; float to integer
   is not converted), Reshape (constant shape), Concat, Squeeze, Unsqueeze (constant axes),
-  Gather (constant indices), Slice (constant bounds, positive steps), Constant;
+  Gather (constant indices), Slice (constant bounds, positive steps), Constant, and at
+  inference BatchNormalization and Dropout;
 - ``ai.onnx.ml`` (what skl2onnx writes for scikit-learn): LinearClassifier (post_transform
   NONE, LOGISTIC, SOFTMAX, SOFTMAX_ZERO, as onnxruntime computes it), LinearRegressor
   (NONE), Scaler, Normalizer (L1, L2), ArrayFeatureExtractor (constant indices), ZipMap
@@ -248,6 +249,30 @@ def _normalizer(a, inputs, consts):
     return fn
 
 
+def _batch_norm(a, inputs, consts):
+    """Inference mode: ``scale * (x - mean) / sqrt(var + epsilon) + B`` along axis 1."""
+    if int(a.get("training_mode", 0)):
+        raise Unsupported("BatchNormalization in training mode")
+    for name in inputs[1:5]:
+        _const(consts, name, "BatchNormalization's statistics")
+    eps = float(a.get("epsilon", 1e-5))
+
+    def fn(v, _):
+        h = v[0]
+        shape = (1, -1) + (1,) * (h.ndim - 2)
+        scale, bias, mean, var = (t.reshape(shape) for t in v[1:5])
+        return [scale * (h - mean) / torch.sqrt(var + eps) + bias], [None]
+    return fn
+
+
+def _dropout(a, inputs, consts):
+    """Identity at inference (no ``training_mode`` input, or a constant false one)."""
+    if len(inputs) > 2 and inputs[2] and (inputs[2] not in consts
+                                          or bool(np.asarray(consts[inputs[2]]).any())):
+        raise Unsupported("Dropout in training mode")
+    return lambda v, lg: ([v[0], None], [lg[0], None])
+
+
 def _select(fn_one):
     """An op that moves entries: applied alike to the value and to its logit."""
     def fn(v, lg):
@@ -421,7 +446,8 @@ def _builder(op: str, domain: str, a: dict, inputs, consts, opset: int):
             alpha = float(a.get("alpha", 0.01))
             return lambda v, lg: ([torch.nn.functional.leaky_relu(v[0], alpha)], [None])
         simple = {"Gemm": _gemm, "Reshape": _reshape, "Flatten": _flatten, "Gather": _gather,
-                  "Cast": _cast, "Concat": _concat}
+                  "Cast": _cast, "Concat": _concat, "BatchNormalization": _batch_norm,
+                  "Dropout": _dropout}
         if op in simple:
             return simple[op](a, inputs, consts)
         with_opset = {"Softmax": _softmax_node, "Squeeze": _squeeze,
