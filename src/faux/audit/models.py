@@ -3,9 +3,11 @@
 A ``TargetModel`` maps raw feature rows ``x`` (numpy float, ``(n, d)``) to the model's
 probability of the positive class (``proba``); a differentiable one also exposes ``module``,
 an ``nn.Module`` mapping a float tensor to logits ``(n,)``, which the audit scores with
-autograd through ``faux.score``: PyTorch models, and scikit-learn linear models, MLPs and
+autograd through ``faux.score``: PyTorch models; scikit-learn linear models, MLPs and
 scaler pipelines, converted to an equivalent torch module (``faux.audit.exact``) that is
-checked against the estimator's own outputs (``exact_from`` names what was converted).
+checked against the estimator's own outputs; and ONNX graphs of supported operators,
+evaluated as a torch module (``faux.audit.onnx_torch``) checked against onnxruntime
+(``exact_from`` names what was converted).
 Everything else is a black box scored by finite differences (``faux.audit.scoring``).
 
 Formats, by content (not only by extension):
@@ -18,7 +20,8 @@ Formats, by content (not only by extension):
   skops' default trust list are refused unless named with ``trusted_types``.
 - LightGBM text model files (``Booster.save_model``): parsed by LightGBM, no code runs.
 - ONNX (``.onnx``): ``onnxruntime``; the output named like ``prob*`` (or the last float
-  output) is read, column 1 of a two-column output.
+  output) is read, column 1 of a two-column output. The graph is also read with ``onnx``
+  and, when every node behind that output converts, scored by autograd.
 - pickle / joblib / ``torch.save``-d modules: only with ``trust_pickle=True`` (unpickling runs
   code from the file); loading one prints a one-line warning on stderr naming the file and
   its sha256.
@@ -94,8 +97,9 @@ class TargetModel:
 
     ``module`` is set for differentiable models: logits ``(n,)`` of float32 input (with
     ``output="value"``: the audited output itself, a regressor's prediction, not a logit).
-    ``exact_from`` names the scikit-learn model a ``module`` was converted from (``"sklearn
-    LogisticRegression"``), None for a torch model or a black box; ``scoring_mode`` says
+    ``exact_from`` names the scikit-learn model or ONNX graph a ``module`` was converted from
+    (``"sklearn LogisticRegression"``, ``"ONNX graph (Gemm, Relu, Sigmoid)"``), None for a
+    torch model or a black box; ``scoring_mode`` says
     how the audit scores it, in words.
     ``n_features`` is the input width when the model states it (else None). ``kind`` and
     ``source`` describe it for the report. A model loaded from a file also has ``file``
@@ -147,7 +151,7 @@ class TargetModel:
             return self.differentiable
         from faux.audit.exact import mismatch
 
-        err = mismatch(self.twin, self.proba_fn(x), x)
+        err = _safe_mismatch(mismatch, self.twin, self.proba_fn(x), x)
         if _twin_ok(self.twin, err, what):
             return True
         self.module, self.twin, self.exact_from, self.output = None, None, None, "logit"
@@ -228,11 +232,14 @@ def from_torch(module: nn.Module, source: str = "torch module", d: int | None = 
 def _twin_ok(twin, err: float, what: str) -> bool:
     from faux.audit.exact import TOLERANCE
 
-    if err <= TOLERANCE:
+    tol = getattr(twin, "tolerance", TOLERANCE)  # an ONNX graph's depends on its precision
+    if err <= tol:
         return True
     ref = "predict_proba" if twin.output == "logit" else "predict"
+    if twin.label.startswith("ONNX"):
+        ref = "onnxruntime output"
     print(f"faux audit: warning: the torch conversion of {twin.label} differs from its {ref} "
-          f"by {err:.2g} on {what} (more than {TOLERANCE:g}); scoring it by finite "
+          f"by {err:.2g} on {what} (more than {tol:g}); scoring it by finite "
           "differences", file=sys.stderr)
     return False
 
@@ -363,7 +370,7 @@ def _load_skops(path: Path, trusted_types, exact: bool = True) -> TargetModel:
     return tm
 
 
-def _load_onnx(path: Path) -> TargetModel:
+def _load_onnx(path: Path, d: int | None = None, exact: bool = True) -> TargetModel:
     import onnxruntime as ort
 
     try:
@@ -393,7 +400,46 @@ def _load_onnx(path: Path) -> TargetModel:
                               "audit tests binary classifiers")
         return out.reshape(-1)
 
-    return TargetModel(proba, "onnx", f"ONNX model {path.name}", n_features=width)
+    tm = TargetModel(proba, "onnx", f"ONNX model {path.name}", n_features=width)
+    if exact:
+        _attach_onnx_twin(tm, path, name, width or d)
+    return tm
+
+
+def _attach_onnx_twin(tm: TargetModel, path: Path, output: str, d: int | None) -> None:
+    """Score the ONNX model exactly when its graph converts to torch
+    (``faux.audit.onnx_torch``) and the conversion reproduces onnxruntime's output on probe
+    rows; else ``tm`` stays a black box."""
+    try:
+        import onnx
+    except ImportError:
+        return
+    from faux.audit.exact import mismatch
+    from faux.audit.onnx_torch import convert, probe_rows
+
+    try:
+        model = onnx.load(str(path))
+    except Exception:
+        return
+    twin = convert(model, output, d)
+    if twin is None or d is None:
+        return
+    x = probe_rows(model, d)
+    try:
+        ref = tm.proba_fn(x)
+    except Exception:  # onnxruntime fails on the probe: leave it to the audit
+        return
+    if _twin_ok(twin, _safe_mismatch(mismatch, twin, ref, x), "probe rows"):
+        tm.module, tm.output, tm.exact_from, tm.twin = (twin.module, twin.output, twin.label,
+                                                        twin)
+
+
+def _safe_mismatch(mismatch, twin, ref, x) -> float:
+    """``mismatch``, inf when the converted module fails on the rows."""
+    try:
+        return mismatch(twin, ref, x)
+    except Exception:
+        return float("inf")
 
 
 def _is_lightgbm_text(path: Path) -> bool:
@@ -422,7 +468,7 @@ def load_model(path, d: int | None = None, *, trust_pickle: bool = False,
                trusted_types=(), exact: bool = True) -> TargetModel:
     """Load a model file safely (see the module docstring for the formats); the returned
     model records the file, its sha256 and the loader. ``exact=False`` keeps a convertible
-    scikit-learn model (skops, pickle) a black box."""
+    scikit-learn model (skops, pickle) or ONNX graph a black box."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"model file {path} not found; pass --model with an existing file")
@@ -448,7 +494,7 @@ def _load_by_format(path: Path, d, *, trust_pickle, trusted_types, sha,
         if suffix == ".skops":
             return _loaded_by(_load_skops(path, trusted_types, exact), "skops")
         if suffix == ".onnx":
-            return _loaded_by(_load_onnx(path), "onnxruntime")
+            return _loaded_by(_load_onnx(path, d, exact), "onnxruntime")
         if any(n.endswith("models/model.json") for n in names):
             return _loaded_by(_load_export(path, d), "torch.export")
         if any("/code/" in n for n in names):
