@@ -108,7 +108,7 @@ class OnnxModule(nn.Module):
     """The converted graph: float ``(n, d)`` -> ``(n,)`` (a logit or the output itself, see
     the module docstring) in the input's dtype. Constants are float64 buffers."""
 
-    def __init__(self, consts, nodes, inp, out, round32, logit):
+    def __init__(self, consts, nodes, inp, out, float32_input, logit):
         super().__init__()
         self._names = {}
         for i, (name, arr) in enumerate(consts.items()):
@@ -117,11 +117,11 @@ class OnnxModule(nn.Module):
             dtype = torch.float64 if np.issubdtype(arr.dtype, np.floating) else torch.int64
             self.register_buffer(key, torch.as_tensor(np.array(arr), dtype=dtype))
         self.nodes, self.inp, self.out = nodes, inp, out
-        self.round32, self.logit = round32, logit
+        self.float32_input, self.logit = float32_input, logit
 
     def run(self, x):
         """Every tensor of the graph on ``x``, and the logits that travel with some."""
-        h = x.to(torch.float32) if self.round32 else x
+        h = x.to(torch.float32) if self.float32_input else x
         vals = {name: getattr(self, key) for name, key in self._names.items()}
         vals[self.inp] = h.to(torch.float64)
         logits: dict = {}
