@@ -6,6 +6,8 @@
 - :mod:`~faux.harness.guard`: the launch check, the sweep folder lock, Ctrl-C
   (Hydra callback :class:`~faux.harness.guard.SweepGuard`)
 - :mod:`~faux.harness.joblog`: a finished job's config, labels and numbers to the logger
+- :mod:`~faux.harness.wandb_cells`, :mod:`~faux.harness.curves`: one W&B run per sweep cell
+  (stable id and name, reused cells tagged) and the training curves a job's trainers log into it
 - :mod:`~faux.harness.validate`: the numeric override table
 - :mod:`~faux.harness.schema`: the typed schema of the profile, synthetic and reading groups
   (Hydra structured configs)
