@@ -15,6 +15,7 @@ import torch
 from scipy.stats import spearmanr
 
 import faux
+from audit_world import proxy_world
 from faux.audit.aux import train_aux
 from faux.audit.data import ProtectedInfo, _standardisation
 from faux.audit.models import from_callable, from_estimator, from_torch, load_model
@@ -222,12 +223,7 @@ def test_sklearn_skops_and_onnx_agree(adult, tmp_path):
 
 
 def _proxy_world(n=1200, seed=0):
-    rng = np.random.default_rng(seed)
-    c = rng.integers(0, 2, n)
-    X = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n),
-                      "x3": rng.normal(size=n),
-                      "proxy": c + 0.3 * rng.normal(size=n)})
-    return X, c
+    return proxy_world(n, seed)
 
 
 class ProxyModel(torch.nn.Module):

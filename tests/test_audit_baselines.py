@@ -6,10 +6,10 @@ import logging
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import faux
+from audit_world import proxy_world
 from faux.audit.baselines import (
     FIXED_K,
     compare,
@@ -17,14 +17,6 @@ from faux.audit.baselines import (
     spearman,
     top_k_overlap,
 )
-
-
-def _world(n, seed=0):
-    rng = np.random.default_rng(seed)
-    c = rng.integers(0, 2, n)
-    X = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n),
-                      "x3": rng.normal(size=n), "proxy": c + 0.3 * rng.normal(size=n)})
-    return X, c
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +97,7 @@ def test_compare_takes_k_from_the_flagged_rows_or_a_fixed_k():
 def test_audit_of_a_logistic_model_fta_in_closed_form_and_sampled():
     from sklearn.linear_model import LogisticRegression
 
-    X, c = _world(900)
+    X, c = proxy_world(900)
     y = (X.x1 - 0.5 * X.x2 + X.proxy + 0.3 * np.random.default_rng(5).normal(size=900) > 0.5)
     lr = LogisticRegression().fit(X.values, y)
     res = faux.audit(lr, X, c, aux_epochs=2, null_permutations=1, sample=900,
@@ -134,7 +126,7 @@ def test_audit_of_a_logistic_model_fta_in_closed_form_and_sampled():
 def test_fta_as_primary_is_its_own_baseline():
     import torch
 
-    X, c = _world(500)
+    X, c = proxy_world(500)
 
     class Proxy(torch.nn.Module):
         def forward(self, x):

@@ -10,18 +10,10 @@ import pytest
 import torch
 
 import faux
+from audit_world import proxy_world
 from faux.audit.core import _bh_cut
 
 ALPHA = 0.01
-
-
-def _world(n, seed=0):
-    """c is carried by ``proxy`` (AUROC ~0.95); x1..x3 are independent of it."""
-    rng = np.random.default_rng(seed)
-    c = rng.integers(0, 2, n)
-    X = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n),
-                      "x3": rng.normal(size=n), "proxy": c + 0.3 * rng.normal(size=n)})
-    return X, c
 
 
 class Ignores(torch.nn.Module):
@@ -62,7 +54,7 @@ def _bound(n, alpha=ALPHA):
 @pytest.mark.parametrize("fdr", [False, True])
 def test_a_model_that_ignores_c_and_every_proxy_is_flagged_at_most_at_alpha(fdr):
     n = 2000
-    X, c = _world(n)
+    X, c = proxy_world(n)
     res = faux.audit(torch.jit.script(Ignores()), X, c, aux_epochs=8, progress=False, fdr=fdr)
     assert res.summary["aux_quality"]["auroc"] > 0.9  # the proxy carries c
     flagged = int(res.scores.flagged.sum())
@@ -89,7 +81,7 @@ def _gate_open_rate(model, X, c, methods):
 
 
 def test_the_planted_proxys_rows_are_flagged_more_as_its_coefficient_grows():
-    X, c = _world(1500)
+    X, c = proxy_world(1500)
     rates = []
     for k in (0.0, 2.0, 4.0, 8.0):
         on, off = _gate_open_rate(GatedProxy(k), X, c, ["faux_ng", "faux"])
@@ -103,7 +95,7 @@ def test_the_planted_proxys_rows_are_flagged_more_as_its_coefficient_grows():
 def test_faux_calibrated_flags_a_linear_proxy_more_as_its_coefficient_grows():
     """Up to where the model saturates: fAux is not scale-free in the model's slope, and the
     pooled null is set by the rows where the sigmoid is steepest (docs/audit.md)."""
-    X, c = _world(1500, seed=1)
+    X, c = proxy_world(1500, seed=1)
     rates = []
     for k in (0.0, 2.0, 4.0):
         res = faux.audit(torch.jit.script(LinearProxy(k)), X, c, methods=["faux"],
@@ -129,7 +121,7 @@ def test_bh_cut_is_benjamini_hochberg():
 def test_the_summary_and_report_state_the_rule(tmp_path):
     from faux.audit.cli import main
 
-    X, c = _world(600)
+    X, c = proxy_world(600)
     data = tmp_path / "d.csv"
     X.assign(sex=c).to_csv(data, index=False)
     model = tmp_path / "m.pt"

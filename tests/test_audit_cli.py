@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
+from audit_world import proxy_world
 from faux.audit.cli import EXIT_GATE, EXIT_INPUT, EXIT_OK, build_parser, main
 
 
@@ -22,11 +23,8 @@ class NaNModel(torch.nn.Module):
 
 
 def _frame(n=500, seed=0):
-    rng = np.random.default_rng(seed)
-    c = rng.integers(0, 2, n)
-    return pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n),
-                         "x3": rng.normal(size=n), "proxy": c + 0.3 * rng.normal(size=n),
-                         "gender": np.array(["f", "m"])[c]})
+    X, c = proxy_world(n, seed)
+    return X.assign(gender=np.array(["f", "m"])[c])
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import json
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 from scipy.stats import spearmanr
@@ -27,6 +26,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
 
 import faux
+from audit_world import proxy_world
 from faux.audit.exact import TOLERANCE, convert, mismatch, twin_outputs
 from faux.audit.models import from_estimator, load_model
 from faux.audit.scoring import Scorer
@@ -161,11 +161,7 @@ def test_a_conversion_that_does_not_reproduce_the_model_falls_back_with_one_warn
 
 
 def _proxy_world(n=800, seed=0):
-    rng = np.random.default_rng(seed)
-    c = rng.integers(0, 2, n)
-    X = pd.DataFrame({"x1": rng.normal(size=n), "x2": 10 * rng.normal(size=n),
-                      "x3": rng.normal(size=n), "proxy": c + 0.3 * rng.normal(size=n)})
-    return X, c
+    return proxy_world(n, seed, x2_scale=10.0)
 
 
 def test_exact_and_finite_differences_agree_on_a_planted_proxy():
