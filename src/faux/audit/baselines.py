@@ -115,23 +115,25 @@ def compare(primary_name: str, primary: np.ndarray, flagged: np.ndarray,
     return out
 
 
-def sample_baselines(target, aux_z, sc, primary: str, threshold: float, *, fd_step: float,
-                     batch_size: int, seed: int = 0) -> dict:
-    """The baselines on the audit's sample ``sc`` (``faux.audit.data.Scan``): the primary
-    score and FTA rescored there (a row's score does not depend on its batch), the kNN
-    consistency of the model's predicted labels, and their comparison (``compare``)."""
+def sample_baselines(target, aux_z, sc, primary: str, primary_scores: np.ndarray,
+                     threshold: float, *, fd_step: float, batch_size: int, seed: int = 0
+                     ) -> dict:
+    """The baselines on the audit's sample ``sc`` (``faux.audit.data.Scan``), whose rows
+    score ``primary_scores`` with the primary method: FTA scored there (a row's score does not
+    depend on its batch), the kNN consistency of the model's predicted labels, and their
+    comparison with the primary score (``compare``)."""
     from faux.audit.scoring import Scorer
 
-    x = sc.x
+    x, scores = sc.x, {primary: np.asarray(primary_scores)}
     if len(x) > MAX_ROWS:
         keep = np.sort(np.random.default_rng([seed, 2]).choice(len(x), MAX_ROWS,
                                                                replace=False))
-        x = x[keep]
-    methods = [primary] + ([FTA] if primary != FTA else [])
-    scorer = Scorer(target, aux_z, sc.mean, sc.scale, methods, fd_step=fd_step,
-                    batch_size=batch_size)
-    parts = [scorer.score(x[s:s + batch_size]) for s in range(0, len(x), batch_size)]
-    scores = {m: np.concatenate([p[m] for p in parts]) for m in methods}
+        x, scores[primary] = x[keep], scores[primary][keep]
+    if primary != FTA:
+        scorer = Scorer(target, aux_z, sc.mean, sc.scale, [FTA], fd_step=fd_step,
+                        batch_size=batch_size)
+        scores[FTA] = np.concatenate([scorer.score(x[s:s + batch_size])[FTA]
+                                      for s in range(0, len(x), batch_size)])
     yhat = (target.proba(x) > 0.5).astype(np.float64)
     inconsistency = consistency_rows((x - sc.mean) / sc.scale, yhat)
     flagged = scores[primary] > threshold

@@ -713,7 +713,8 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                                 for m, v in null["scores"].items()})
         from faux.audit.baselines import sample_baselines
 
-        baselines = sample_baselines(target, aux_z, sc, primary, thr, fd_step=fd_step,
+        baselines = sample_baselines(target, aux_z, sc, primary, views[0].seed_scores[0], thr,
+                                     fd_step=fd_step,
                                      batch_size=min(int(batch_size), 65_536), seed=seed)
         rate = n_flag / sc.n_rows
         gate_reasons = []

@@ -43,6 +43,21 @@ def _upper(*arrays, thr=None) -> float:
     return max([*vals, (thr or 0) * 1.2, 1e-12])
 
 
+def _threshold_line(ax, thr: float | None) -> None:
+    """The threshold (when finite) on a log-density histogram, and its legend."""
+    if thr is not None:
+        ax.axvline(thr, color="k", ls="--", lw=1, label="threshold")
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+
+
+def _score_axes(fig, ax, primary: str) -> Markup:
+    """Label a score histogram's axes and embed the figure."""
+    ax.set_xlabel(f"{primary} score (clipped at the 99.9% quantile)")
+    ax.set_ylabel("density (log)")
+    return _png(fig)
+
+
 def _hist_plot(result) -> Markup:
     """The primary score's histogram per protected group (log density), with the threshold."""
     s = result.summary
@@ -57,13 +72,8 @@ def _hist_plot(result) -> Markup:
         for g in np.unique(groups):
             v = np.clip(scores[groups == g], 0, hi)
             ax.hist(v, bins=bins, alpha=0.5, density=True, label=f"{s['data']['protected']}={g}")
-        if thr is not None:
-            ax.axvline(thr, color="k", ls="--", lw=1, label="threshold")
-        ax.set_yscale("log")
-        ax.legend(fontsize=8)
-    ax.set_xlabel(f"{primary} score (clipped at the 99.9% quantile)")
-    ax.set_ylabel("density (log)")
-    return _png(fig)
+        _threshold_line(ax, thr)
+    return _score_axes(fig, ax, primary)
 
 
 def _null_plot(result) -> Markup:
@@ -84,13 +94,8 @@ def _null_plot(result) -> Markup:
         if null.size:
             ax.hist(np.clip(null, 0, hi), bins=bins, density=True, histtype="step", lw=1.5,
                     color="#c44e52", label=f"null: permuted-c aux models ({null.size:,})")
-        if thr is not None:
-            ax.axvline(thr, color="k", ls="--", lw=1, label="threshold")
-        ax.set_yscale("log")
-        ax.legend(fontsize=8)
-    ax.set_xlabel(f"{primary} score (clipped at the 99.9% quantile)")
-    ax.set_ylabel("density (log)")
-    return _png(fig)
+        _threshold_line(ax, thr)
+    return _score_axes(fig, ax, primary)
 
 
 def _ranking_plot(ranking: dict, n: int = 20) -> Markup:
