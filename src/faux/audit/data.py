@@ -76,7 +76,21 @@ def check_columns(columns: Sequence[str], protected, label: str | None,
         feats = [c for c in cols if c not in (*prot, label)]
     if not feats:
         raise DataError(f"{what} has no feature columns besides the protected/label ones")
+    _refuse_repeated(cols, {*prot, label, *feats}, what)
     return feats
+
+
+def _refuse_repeated(cols: list[str], used, what: str) -> None:
+    """One-line DataError when a column the audit reads has its name more than once in the
+    header (a reader would silently take one of them)."""
+    seen: dict[str, list[int]] = {}
+    for j, name in enumerate(cols, start=1):
+        seen.setdefault(name, []).append(j)
+    for name, pos in seen.items():
+        if len(pos) > 1 and name in used:
+            where = ", ".join(map(str, pos[:-1])) + f" and {pos[-1]}"
+            raise DataError(f"column {name!r} appears {len(pos)} times in {what} (columns "
+                            f"{where}); rename or drop all but one")
 
 
 class Source:
@@ -358,11 +372,16 @@ class _Column:
         self.too_many = False
         self.numeric = True
         self.n_null = 0
+        self.first_null: list[int] = []  # row ids of the first missing values
 
-    def add(self, c: np.ndarray) -> np.ndarray | None:
-        """Count a batch's values; returns them as counted (None where missing)."""
-        null_c = pd.isna(c)
-        self.n_null += int(null_c.sum())
+    def add(self, c: np.ndarray, start: int = 0) -> np.ndarray | None:
+        """Count a batch's values (its first row is row ``start``); returns them as counted
+        (None where missing)."""
+        null_c = missing(c)
+        if null_c.any():
+            self.n_null += int(null_c.sum())
+            self.first_null += (start + np.flatnonzero(null_c)[:5 - len(self.first_null)]
+                                ).tolist()
         if self.numeric and not _is_numeric(c[~null_c]):
             self.numeric = False
         if self.too_many:
@@ -383,6 +402,25 @@ class _Column:
         if self.type == "auto":
             return not (self.numeric and len(self.counts) > MAX_CATEGORIES)
         return True
+
+
+def missing(values) -> np.ndarray:
+    """Where protected values are missing: null / NaN, or a blank string (what an empty CSV
+    cell of a text column reads as)."""
+    values = np.asarray(values)
+    null = np.asarray(pd.isna(values), dtype=bool).reshape(-1)
+    if values.dtype.kind in "OUS":
+        blank = np.array([isinstance(v, str | bytes) and not v.strip() for v in values.ravel()],
+                         dtype=bool)
+        null |= blank
+    return null
+
+
+def _rows_text(n: int, first: list[int]) -> str:
+    """``N rows (first rows: a, b, ...)``."""
+    more = ", ..." if n > len(first) else ""
+    return (f"{n} row{'s' if n != 1 else ''} (first rows: {', '.join(map(str, first))}"
+            f"{more})")
 
 
 def _count_joint(joint: dict, cols: list) -> None:
@@ -449,7 +487,7 @@ def scan(source: Source, features, protected, label: str | None, *, sample: int,
         if bad.any():
             n_bad += int(bad.sum())
             first_bad += (b.start + np.flatnonzero(bad)[:5 - len(first_bad)]).tolist()
-        counted = [col.add(b.cs[col.name]) for col in cols]
+        counted = [col.add(b.cs[col.name], b.start) for col in cols]
         if joint is not None:
             for i, col in enumerate(cols):
                 if in_joint[i] and not col.categorical:
@@ -483,8 +521,9 @@ def scan(source: Source, features, protected, label: str | None, *, sample: int,
                         f"{', '.join(map(str, first_bad))}); impute or drop them before auditing")
     for col in cols:
         if col.n_null:
-            raise DataError(f"protected column {col.name!r} is missing in {col.n_null} rows; "
-                            "fill or drop those rows")
+            raise DataError(f"protected column {col.name!r} is missing in "
+                            f"{_rows_text(col.n_null, col.first_null)}; fill or drop those "
+                            "rows")
     if ys is not None and pd.isna(ys).any():
         raise DataError(f"label column {label!r} is missing in {int(pd.isna(ys).sum())} sampled "
                         "rows; fill or drop those rows")
