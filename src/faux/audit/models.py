@@ -325,8 +325,35 @@ def _zip_names(path: Path) -> list[str]:
         return []
 
 
-def _load_export(path: Path, d: int | None) -> TargetModel:
-    ep = torch.export.load(str(path))
+def _read_export(path: Path, trust_pickle: bool, sha: str):
+    """The file's ``ExportedProgram``, loaded only when nothing in it can run code
+    (``faux.audit.export_file``), or when the user trusts it with ``--trust-pickle``."""
+    import io
+
+    from faux.audit.export_file import Unreadable, check_archive, load_checked
+
+    data = path.read_bytes()
+    try:
+        hazards = check_archive(data)
+    except Unreadable as err:
+        raise DataError(f"cannot read the torch.export file {path.name}: {err}; save it "
+                        "again with torch.export.save") from err
+    if not hazards:
+        return load_checked(data)
+    more = f" (and {len(hazards) - 1} more such items)" if len(hazards) > 1 else ""
+    if not trust_pickle:
+        raise ConfigError(f"{path.name} holds {hazards[0]}{more}: loading it runs code from "
+                          "the file. Export the model again with torch.export.save (plain "
+                          "tensors), or pass --trust-pickle if you trust its author")
+    print(f"faux audit: warning: loading the torch.export file {os.path.abspath(path)} "
+          f"(sha256 {sha}) runs code from the file ({hazards[0]}{more}); trusted by "
+          "--trust-pickle", file=sys.stderr)
+    return torch.export.load(io.BytesIO(data))
+
+
+def _load_export(path: Path, d: int | None, trust_pickle: bool = False,
+                 sha: str = "") -> TargetModel:
+    ep = _read_export(path, trust_pickle, sha)
     module = ep.module()
     static = None
     user = set(ep.graph_signature.user_inputs)
@@ -496,14 +523,14 @@ def _load_by_format(path: Path, d, *, trust_pickle, trusted_types, sha,
         if suffix == ".onnx":
             return _loaded_by(_load_onnx(path, d, exact), "onnxruntime")
         if any(n.endswith("models/model.json") for n in names):
-            return _loaded_by(_load_export(path, d), "torch.export")
+            return _loaded_by(_load_export(path, d, trust_pickle, sha), "torch.export")
         if any("/code/" in n for n in names):
             return _loaded_by(from_torch(torch.jit.load(str(path), map_location="cpu"),
                                          f"TorchScript {path.name}", d), "torch.jit")
         if _is_lightgbm_text(path):
-            import lightgbm
+            from faux.audit.lightgbm_file import load_booster
 
-            return _loaded_by(from_estimator(lightgbm.Booster(model_file=str(path)),
+            return _loaded_by(from_estimator(load_booster(path),
                                              f"LightGBM model {path.name}"), "lightgbm")
         if any(n.endswith("data.pkl") for n in names) or suffix in PICKLE_SUFFIXES:
             if not trust_pickle:

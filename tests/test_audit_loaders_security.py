@@ -1,0 +1,226 @@
+"""Model files cannot choose to run code, and cannot hang or crash the audit.
+
+Each hostile file here is a real file (``torch.export.save``, ``Booster.save_model``)
+rewritten the way an attacker would; the payloads touch a marker file, and controls show
+the same payload does run under the library's own loader, so the refusals are not vacuous.
+"""
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from audit_world import proxy_world
+from faux.audit.models import load_model
+from faux.errors import ConfigError, DataError
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+ENV = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
+
+
+class Boom:
+    """Unpickling this runs ``touch <marker>``."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _torch_pickle(obj) -> bytes:
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def _rewrite(src: Path, dst: Path, edit, add=None) -> Path:
+    """Copy the zip ``src`` to ``dst``; ``edit(name, bytes)`` returns the new bytes."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        root = zin.namelist()[0].split("/")[0]
+        for info in zin.infolist():
+            zout.writestr(info.filename, edit(info.filename.split("/", 1)[1],
+                                              zin.read(info.filename)))
+        for name, data in (add or {}).items():
+            zout.writestr(f"{root}/{name}", data)
+    return dst
+
+
+def _net():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+
+
+@pytest.fixture
+def pt2(tmp_path):
+    """A clean dynamic-batch torch.export file of a 4-feature MLP, and the MLP."""
+    net = _net().eval()
+    dim = torch.export.Dim("batch")
+    ep = torch.export.export(net, (torch.zeros(3, 4),), dynamic_shapes=({0: dim},))
+    path = tmp_path / "clean.pt2"
+    torch.export.save(ep, path)
+    return path, net
+
+
+def _pickled_weight(src, dst, marker):
+    def edit(name, data):
+        if name == "data/weights/model_weights_config.json":
+            cfg = json.loads(data)
+            first = next(iter(cfg["config"].values()))
+            first["use_pickle"], first["path_name"] = True, "weight_0"
+            return json.dumps(cfg).encode()
+        return _torch_pickle(Boom(marker)) if name == "data/weights/weight_0" else data
+    return _rewrite(src, dst, edit)
+
+
+def _in_model_json(change):
+    def edit(name, data):
+        if name != "models/model.json":
+            return data
+        program = json.loads(data)
+        change(program)
+        return json.dumps(program).encode()
+    return edit
+
+
+def _first_expr(program, text):
+    values = program["graph_module"]["graph"]["tensor_values"]
+    values["input"]["sizes"][0]["as_expr"]["expr_str"] = text
+
+
+def _hostile(kind, src, dst, marker):
+    """A doctored copy of the clean archive ``src``: each kind is one way torch 2.13's
+    loader runs code from the file."""
+    cmd = f"__import__('os').system('touch {marker}')"
+    if kind == "pickled weight":
+        return _pickled_weight(src, dst, marker)
+    if kind == "opaque constant":
+        cfg = {"config": {"c": {"path_name": "opaque_obj_0", "is_param": False,
+                                "use_pickle": True, "tensor_meta": None}}}
+
+        def edit(name, data):
+            return (json.dumps(cfg).encode()
+                    if name == "data/constants/model_constants_config.json" else data)
+        import pickle
+        return _rewrite(src, dst, edit, {"data/constants/opaque_obj_0": pickle.dumps(
+            Boom(marker))})
+    if kind == "pickled sample inputs":
+        return _rewrite(src, dst, lambda n, d: _torch_pickle(((Boom(marker),), {}))
+                        if n == "data/sample_inputs/model.pt" else d)
+    if kind == "symbolic expression":
+        return _rewrite(src, dst, _in_model_json(lambda p: _first_expr(p, cmd)))
+    if kind == "guard code":
+        return _rewrite(src, dst, _in_model_json(
+            lambda p: p.__setitem__("guards_code", [f"{cmd} == 0"])))
+    if kind == "call by name":
+        def target(p):
+            p["graph_module"]["graph"]["nodes"][0]["target"] = "torch.os.system"
+        return _rewrite(src, dst, _in_model_json(target))
+    if kind == "native library":
+        return _rewrite(src, dst, lambda n, d: d,
+                        {"data/aotinductor/model/model.so": b"\x7fELF"})
+    raise AssertionError(kind)
+
+
+HOSTILE = ["pickled weight", "opaque constant", "pickled sample inputs",
+           "symbolic expression", "guard code", "call by name", "native library"]
+LIVE = ["pickled weight", "opaque constant", "pickled sample inputs", "symbolic expression",
+        "guard code"]
+
+
+def _python(code, timeout=240):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=ENV,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("kind", LIVE)
+def test_control_torch_export_load_runs_the_payload(pt2, tmp_path, kind):
+    """Without the checks the payloads are live: torch.export.load, then .module() and a
+    call, as the audit does, runs them."""
+    marker = tmp_path / "pwned"
+    evil = _hostile(kind, pt2[0], tmp_path / "evil.pt2", marker)
+    _python(f"""
+        import torch
+        torch.export.load({str(evil)!r}).module()(torch.zeros(2, 4))
+    """)
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("kind", HOSTILE)
+def test_hostile_pt2_is_refused_and_runs_nothing(pt2, tmp_path, kind):
+    marker = tmp_path / "pwned"
+    evil = _hostile(kind, pt2[0], tmp_path / "evil.pt2", marker)
+    with pytest.raises(ConfigError, match="--trust-pickle") as err:
+        load_model(evil, 4)
+    assert "\n" not in str(err.value) and "runs code" in str(err.value)
+    assert not marker.exists()
+
+
+def test_hostile_pt2_is_refused_by_the_cli_in_one_line(pt2, tmp_path):
+    marker = tmp_path / "pwned"
+    evil = _pickled_weight(pt2[0], tmp_path / "evil.pt2", marker)
+    X, c = proxy_world(200)
+    X.assign(gender=np.array(["f", "m"])[c]).to_csv(tmp_path / "people.csv", index=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "faux.audit.cli", "audit", "--model", str(evil), "--data",
+         str(tmp_path / "people.csv"), "--protected", "gender", "--out", str(tmp_path / "out"),
+         "--no-progress"], env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--trust-pickle" in lines[0] and "evil.pt2" in lines[0]
+    assert not marker.exists() and not (tmp_path / "out").exists()
+
+
+def test_clean_pt2_loads_and_gives_the_modules_outputs(pt2):
+    path, net = pt2
+    tm = load_model(path, 4)
+    x = np.random.default_rng(0).normal(size=(37, 4))
+    with torch.no_grad():
+        want = torch.sigmoid(net(torch.as_tensor(x, dtype=torch.float32))).reshape(-1)
+    assert tm.loader == "torch.export" and tm.differentiable
+    np.testing.assert_allclose(tm.proba(x), want.double().numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_trusted_pt2_is_loaded_with_a_warning(pt2, tmp_path, capsys):
+    """--trust-pickle loads a file the checks refuse (here a harmless guard), and says so."""
+    path = _rewrite(pt2[0], tmp_path / "guarded.pt2", _in_model_json(
+        lambda p: p.__setitem__("guards_code", ["True"])))
+    with pytest.raises(ConfigError):
+        load_model(path, 4)
+    tm = load_model(path, 4, trust_pickle=True)
+    assert tm.proba(np.zeros((2, 4))).shape == (2,)
+    err = capsys.readouterr().err
+    assert "runs code from the file" in err and "--trust-pickle" in err
+
+
+@pytest.mark.parametrize("manifest", [b"{", b"[]", b'{"config": {"w": 3}}'])
+def test_unparsable_manifest_is_refused_not_trusted(pt2, tmp_path, manifest):
+    bad = _rewrite(pt2[0], tmp_path / "bad.pt2", lambda n, d: manifest
+                   if n == "data/weights/model_weights_config.json" else d)
+    with pytest.raises(DataError, match="cannot read the torch.export file"):
+        load_model(bad, 4)
+
+
+@pytest.mark.parametrize("expr,ok", [
+    ("Symbol('s31', positive=True, integer=True)", True),
+    ("Add(Mul(Integer(2), Symbol('s0')), Integer(-1))", True),
+    ("FloorDiv(s0, 2) + 1", True),
+    ("__import__('os').system('true')", False),
+    ("Symbol('s0').__class__", False),
+    ("Symbol('a b; c')", False),
+    ("(lambda: 1)()", False),
+    ("s0[0]", False),
+    ("exec('1')", False),
+])
+def test_symbolic_expressions_allowed_are_plain_sympy(expr, ok):
+    from faux.audit.export_file import expression_ok
+
+    assert expression_ok(expr) is ok
