@@ -109,6 +109,9 @@ class Reading:
     # A.7.6 "the variance of the CFF score in the absence of any bias": one bias-0 target of
     # the column's recipe, or pooled over targets of A.7.5's random widths and depths
     reference: str = choice("own", "pooled")
+    # Definition 1 / A.4 eqs. 16-17, x = f_g(z_perp, psi(c)): how c enters the c-side CVAE's
+    # decoder, as an input beside z or as c * b added to its logits (faux.synth.cvae.C_PATHS)
+    c_path: str = choice("decoder_input", "logit_bias")
     # the top_fraction and calibrated rules' share of positives, a number in (0, 1]
     fraction: float = field(default=0.3, metadata={"range": (0.0, 1.0)})
 

@@ -80,10 +80,12 @@ def generator_settings(r: dict, names) -> tuple[dict, dict]:
     if r["latent_dim"] != "table2":
         over["latent_dim"] = int(r["latent_dim"])
     tau = float(r["tau"]) if r["decoding"] == "gumbel" else AXES["tau"][0]
+    # the c-side CVAE's c_path, named only when not the default (the default's keys unchanged)
+    c_path = {} if r["c_path"] == AXES["c_path"][0] else {"c_path": r["c_path"]}
     return ({n: dict(over) for n in names} if over else {},
             {"decoding": r["decoding"], "tau": tau,
              # the sampler stores dx/dc at the observed c for that reading, else at c = 1/2
-             "dxdc_at": "observed" if r["lic_ub_at"] == "observed" else "mid"})
+             "dxdc_at": "observed" if r["lic_ub_at"] == "observed" else "mid", **c_path})
 
 
 def reading_of(cfg: dict) -> tuple[str, dict]:

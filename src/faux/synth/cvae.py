@@ -1,7 +1,12 @@
 """Conditional VAE over GMM-mode-encoded rows (paper A.7.3), conditioned on a binary label.
 
-The label enters encoder and decoder as one continuous float input, so the decoder can be
-differentiated with respect to it (LIC-UB) and evaluated at non-binary values (c = 0.5).
+The label enters the encoder as one continuous float input. How it enters the decoder is
+``c_path`` (:data:`C_PATHS`): ``"decoder_input"`` concatenates it to z, so the decoded logits
+are a nonlinear function of c; ``"logit_bias"`` adds ``c * b`` (b a learned vector) to the
+decoder's pre-softmax outputs, ``logits = h(z) + c b``, so the logits are affine in c and the
+path ``c -> x(c)`` between the two labels is one softmax of a straight line (Definition 1:
+``x = f_g(z_perp, psi(c))`` with ``psi`` linear). Either way the decoder can be
+differentiated with respect to c (LIC-UB) and evaluated at non-binary values (c = 0.5).
 The decoder outputs one softmax block per feature: every decoded row is a valid vector of
 mode probabilities (each block sums to 1, the row to the number of features).
 
@@ -24,6 +29,12 @@ from faux.errors import ConfigError
 from faux.synth.encoding import block_bounds
 
 DECODINGS = ("gumbel", "softmax")
+#: how the condition enters the decoder (the first is the default; a CVAE saved without the
+#: hyperparameter is a ``decoder_input`` one)
+C_PATHS = ("decoder_input", "logit_bias")
+
+#: the logit bias's learning rate, in units of the CVAE's (``c_path="logit_bias"``)
+C_BIAS_LR_SCALE = 10.0
 
 #: torch threads while a CVAE trains (fixed: the result must not depend on the machine)
 TRAIN_THREADS = 1
@@ -61,7 +72,7 @@ class CVAE(pl.LightningModule):
     """Encoder q(z | x, c) and decoder p(x | z, c) with per-feature categorical blocks."""
 
     def __init__(self, block_sizes, hidden: int = 256, depth: int = 2, latent_dim: int = 8,
-                 beta: float = 1.0, lr: float = 1e-3):
+                 beta: float = 1.0, lr: float = 1e-3, c_path: str = C_PATHS[0]):
         super().__init__()
         block_sizes = tuple(int(k) for k in block_sizes)
         if not block_sizes or min(block_sizes) < 1:
@@ -71,14 +82,23 @@ class CVAE(pl.LightningModule):
                               f"hidden={hidden}, depth={depth}, latent_dim={latent_dim}")
         if not (float(beta) >= 0):
             raise ConfigError(f"CVAE beta must be >= 0, got {beta}")
+        if c_path not in C_PATHS:
+            raise ConfigError(f"CVAE c_path must be one of {', '.join(C_PATHS)}, got {c_path!r}")
         self.save_hyperparameters()
         self.block_sizes = block_sizes
         self.dim = int(sum(block_sizes))
         self.latent_dim = int(latent_dim)
         self.beta = float(beta)
         self.lr = float(lr)
+        self.c_path = c_path
         self.encoder = _mlp(self.dim + 1, hidden, depth, 2 * self.latent_dim)
-        self.decoder = _mlp(self.latent_dim + 1, hidden, depth, self.dim)
+        if c_path == "decoder_input":
+            self.decoder = _mlp(self.latent_dim + 1, hidden, depth, self.dim)
+        else:
+            # b starts at zero (no random draw); its gradient, the mean over rows of
+            # c * (softmax - x), moves it from the first step
+            self.decoder = _mlp(self.latent_dim, hidden, depth, self.dim)
+            self.c_bias = nn.Parameter(torch.zeros(self.dim))
 
     @staticmethod
     def _cond(c: torch.Tensor, n: int) -> torch.Tensor:
@@ -93,7 +113,11 @@ class CVAE(pl.LightningModule):
         return mu, logvar.clamp(-12.0, 8.0)
 
     def decode_logits(self, z: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-        return self.decoder(torch.cat([z, self._cond(c, z.shape[0])], dim=1))
+        """Pre-softmax outputs: ``h(z, c)``, or ``h(z) + c b`` under ``c_path="logit_bias"``."""
+        cond = self._cond(c, z.shape[0])
+        if self.c_path == "decoder_input":
+            return self.decoder(torch.cat([z, cond], dim=1))
+        return self.decoder(z) + cond * self.c_bias
 
     def decode(self, z: torch.Tensor, c: torch.Tensor, noise: torch.Tensor | None = None,
                tau: float = 0.3) -> torch.Tensor:
@@ -128,7 +152,15 @@ class CVAE(pl.LightningModule):
         self.log("val_kl", kl, on_epoch=True)
 
     def configure_optimizers(self):
-        return torch.optim.Adam(self.parameters(), lr=self.lr)
+        if self.c_path == "decoder_input":
+            return torch.optim.Adam(self.parameters(), lr=self.lr)
+        # Adam moves each parameter by about lr per step, so a bias starting at 0 would need
+        # |b| / lr steps (3,000 steps: |b| <= 3 logits), whereas c as a decoder input reaches
+        # the logits through a whole layer of weights; b learns at C_BIAS_LR_SCALE x lr
+        rest = [p for n, p in self.named_parameters() if n != "c_bias"]
+        return torch.optim.Adam([{"params": rest},
+                                 {"params": [self.c_bias], "lr": self.lr * C_BIAS_LR_SCALE}],
+                                lr=self.lr)
 
     @torch.no_grad()
     def kl_nats(self, x: torch.Tensor, c: torch.Tensor) -> float:
@@ -142,6 +174,8 @@ def cvae_state(model: CVAE) -> dict:
     hp = {"block_sizes": [int(k) for k in model.block_sizes], "hidden": int(model.hparams.hidden),
           "depth": int(model.hparams.depth), "latent_dim": int(model.latent_dim),
           "beta": float(model.beta), "lr": float(model.lr)}
+    if model.c_path != C_PATHS[0]:           # a default CVAE's state is what it always was
+        hp["c_path"] = model.c_path
     return {"hparams": hp, "state_dict": {k: v.detach().cpu().clone()
                                           for k, v in model.state_dict().items()}}
 
@@ -153,10 +187,20 @@ def cvae_from_state(state: dict) -> CVAE:
     return model.eval()
 
 
+def split_rows(n: int, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(validation rows, training rows)`` of :func:`train_cvae`: a permutation of ``n`` rows
+    by ``seed``, its first ``round(val_fraction * n)`` held out. The validation rows never
+    take a gradient step (with ``patience=None`` they do not steer training at all)."""
+    perm = np.random.default_rng(seed).permutation(int(n))
+    n_val = int(round(val_fraction * n)) if val_fraction > 0 else 0
+    return perm[:n_val], perm[n_val:]
+
+
 def train_cvae(x: np.ndarray, y: np.ndarray, block_sizes, *, hidden: int, depth: int,
                latent_dim: int = 8, beta: float = 1.0, lr: float = 1e-3, epochs: int = 200,
                max_steps: int | None = None, batch_size: int = 64, patience: int | None = 20,
-               val_fraction: float = 0.1, seed: int = 0) -> tuple[CVAE, dict]:
+               val_fraction: float = 0.1, seed: int = 0,
+               c_path: str = C_PATHS[0]) -> tuple[CVAE, dict]:
     """Fit a CVAE on encoded rows ``x`` (float, n x dim) and labels ``y`` (0/1).
 
     ``max_steps`` caps optimiser steps by lowering the epoch count (magic has 19k rows).
@@ -171,17 +215,15 @@ def train_cvae(x: np.ndarray, y: np.ndarray, block_sizes, *, hidden: int, depth:
     x = np.asarray(x, dtype=np.float32)
     y = np.asarray(y)
     n = x.shape[0]
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(n)
-    n_val = int(round(val_fraction * n)) if val_fraction > 0 else 0
-    val_idx, tr_idx = perm[:n_val], perm[n_val:]
-    n_tr = len(tr_idx)
+    val_idx, tr_idx = split_rows(n, val_fraction, seed)
+    n_val, n_tr = len(val_idx), len(tr_idx)
     epochs = int(epochs)
     if max_steps is not None:
         steps_per_epoch = math.ceil(n_tr / int(batch_size))
         epochs = max(1, min(epochs, math.ceil(int(max_steps) / steps_per_epoch)))
     torch.manual_seed(seed)
-    model = CVAE(block_sizes, hidden=hidden, depth=depth, latent_dim=latent_dim, beta=beta, lr=lr)
+    model = CVAE(block_sizes, hidden=hidden, depth=depth, latent_dim=latent_dim, beta=beta, lr=lr,
+                 c_path=c_path)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y.astype(np.float32))
     val = (xt[val_idx], yt[val_idx]) if n_val > 0 else None
     threads = torch.get_num_threads()

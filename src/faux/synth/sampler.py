@@ -7,6 +7,12 @@ latents ``ẑ, z̃ ~ N(0, I)`` and decoding noise, decodes ``x̂ = Γ_y(ẑ, y)`
 ``x' = F(x̂, Γ_c(z̃, 1 - c))`` with the same latents and the same noise, and ``dx/dc``: the
 derivative of the fused x with respect to a continuous c through the c-side decoder,
 latent and noise held fixed, at ``c = 0.5`` (``dxdc_at="mid"``) or at the observed c.
+
+``c_path`` (``faux.synth.cvae.C_PATHS``) is how c enters the c-side CVAE's decoder: as an
+input beside z (``decoder_input``, the default) or as ``c * b`` added to its pre-softmax
+outputs (``logit_bias``); x(c), dx/dc and the counterfactual all follow that decoder. The
+y-side CVAE keeps its own configuration. A generator configuration holds ``c_path`` only
+when it is not the default, so a default generator's cache key is what it always was.
 """
 
 from __future__ import annotations
@@ -21,7 +27,15 @@ import torch
 from faux.errors import ConfigError
 from faux.harness.cache import Cache, code_version, data_checksum, torch_dumps, torch_loads
 from faux.synth.bias import mutual_information, p_bias, sample_joint
-from faux.synth.cvae import CVAE, DECODINGS, cvae_from_state, cvae_state, gumbel_noise, train_cvae
+from faux.synth.cvae import (
+    C_PATHS,
+    CVAE,
+    DECODINGS,
+    cvae_from_state,
+    cvae_state,
+    gumbel_noise,
+    train_cvae,
+)
 from faux.synth.encoding import ModeEncoder
 from faux.synth.fusion import FUSIONS, fuse, projections
 
@@ -67,13 +81,26 @@ PAPER_MODEL_SCORE = {"backache": 0.545, "credit_g": 0.657, "australian": 0.721, 
                      "magic": 0.987}
 
 
+#: generator options besides GENERATOR_DEFAULT's that a config holds only when set to
+#: something other than their default (so the default's cache key never names them)
+GENERATOR_OPTIONAL: dict = {"c_path": C_PATHS[0]}
+
+
 def generator_config(name: str, overrides: dict | None = None) -> dict:
-    """Defaults, then the dataset's Table 2 values, then ``overrides`` (unknown keys rejected)."""
+    """Defaults, then the dataset's Table 2 values, then ``overrides`` (unknown keys rejected;
+    an optional key at its default is dropped: :data:`GENERATOR_OPTIONAL`)."""
     cfg = {**GENERATOR_DEFAULT, **GENERATOR_CFGS.get(name, {})}
     for k, v in (overrides or {}).items():
-        if k not in GENERATOR_DEFAULT:
+        if k in GENERATOR_OPTIONAL:
+            if v not in C_PATHS:
+                raise ConfigError(f"generator option c_path for '{name}' must be one of "
+                                  f"{', '.join(C_PATHS)}, got {v!r}")
+            if v == GENERATOR_OPTIONAL[k]:
+                cfg.pop(k, None)
+                continue
+        elif k not in GENERATOR_DEFAULT:
             raise ConfigError(f"unknown generator option {k!r} for '{name}'; known: "
-                              f"{', '.join(sorted(GENERATOR_DEFAULT))}")
+                              f"{', '.join(sorted([*GENERATOR_DEFAULT, *GENERATOR_OPTIONAL]))}")
         cfg[k] = v
     return cfg
 
@@ -201,7 +228,8 @@ def build_dataset_generator(name: str, cfg: dict | None = None, *, seed: int = 0
             x, data.y, enc.block_sizes, hidden=cfg["hidden"], depth=cfg["depth"],
             latent_dim=cfg["latent_dim"], beta=cfg["beta"], lr=cfg["lr"], epochs=cfg["epochs"],
             max_steps=cfg["max_steps"], batch_size=cfg["batch_size"], patience=cfg["patience"],
-            val_fraction=cfg["val_fraction"], seed=seed)
+            val_fraction=cfg["val_fraction"], seed=seed,
+            c_path=cfg.get("c_path", C_PATHS[0]))
         # plain data only (arrays, numbers, a state dict): the cache never unpickles code
         return {"encoder": enc.to_state(), "cvae": cvae_state(cvae),
                 "p_label": float(data.y.mean()), "info": info}
@@ -270,11 +298,14 @@ class SyntheticGenerator:
     """Both CVAEs of a pair (xc: the dataset whose label is c; xy: whose label is y).
 
     ``generator_cfgs`` maps dataset name to overrides of :func:`generator_config`.
+    ``c_path`` (``faux.synth.cvae.C_PATHS``) is how c enters the c-side CVAE's decoder; it
+    is added to the xc dataset's overrides only, so with ``xc == xy`` and a non-default
+    ``c_path`` the two sides are two CVAEs.
     """
 
     def __init__(self, xc: str, xy: str, generator_cfgs: dict | None = None, cache_dir=None,
                  seed: int = 0, decoding: str = "gumbel", tau: float = 0.3,
-                 dxdc_at: str = "mid", root=None):
+                 dxdc_at: str = "mid", root=None, c_path: str = C_PATHS[0]):
         self.xc, self.xy = xc, xy
         self.decoding = _check_decoding(decoding)
         if not tau > 0:
@@ -288,11 +319,12 @@ class SyntheticGenerator:
             raise ConfigError(f"generator_cfgs has entries {sorted(unknown)} that are not in the "
                               f"pair ({xc}, {xy}); remove them")
         self.cache = Cache(cache_dir)
-        self.gen_c = build_dataset_generator(xc, generator_config(xc, cfgs.get(xc)), seed=seed,
-                                             cache=self.cache, root=root)
-        self.gen_y = (self.gen_c if xy == xc else
-                      build_dataset_generator(xy, generator_config(xy, cfgs.get(xy)), seed=seed,
-                                              cache=self.cache, root=root))
+        cfg_c = generator_config(xc, {**(cfgs.get(xc) or {}), "c_path": c_path})
+        cfg_y = generator_config(xy, cfgs.get(xy))
+        self.c_path = cfg_c.get("c_path", C_PATHS[0])
+        self.gen_c = build_dataset_generator(xc, cfg_c, seed=seed, cache=self.cache, root=root)
+        self.gen_y = (self.gen_c if (xy, cfg_y) == (xc, cfg_c) else
+                      build_dataset_generator(xy, cfg_y, seed=seed, cache=self.cache, root=root))
 
     @property
     def key(self) -> dict:
