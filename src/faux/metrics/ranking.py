@@ -42,7 +42,12 @@ def average_precision(labels, scores) -> float:
     return float(average_precision_score(y, s))
 
 
-def top_fraction_labels(ifs, fraction: float = 0.3) -> np.ndarray:
+#: the ``ap_top30`` metric's share of positives: the top 30 % by IFS, fixed whatever the
+#: reading's own ``fraction`` (faux.harness.schema.Reading), so it compares across readings
+TOP30 = 0.3
+
+
+def top_fraction_labels(ifs, fraction: float) -> np.ndarray:
     """Binary labels marking the top ``fraction`` of individuals by IFS.
 
     ``k = max(1, round(fraction * n))`` positives; ties at the cut are broken by position
@@ -58,7 +63,7 @@ def top_fraction_labels(ifs, fraction: float = 0.3) -> np.ndarray:
     return lab
 
 
-def ap_top_fraction(ifs, scores, fraction: float = 0.3) -> float:
+def ap_top_fraction(ifs, scores, fraction: float = TOP30) -> float:
     """AP when the top ``fraction`` by ground-truth IFS are the positives."""
     return average_precision(top_fraction_labels(ifs, fraction), scores)
 

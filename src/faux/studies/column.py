@@ -35,6 +35,7 @@ from faux.methods.options import ScoreOptions
 from faux.methods.protocol import Batch, MethodConfig, TrainData
 from faux.models.mlp import MLP, MLPSpec
 from faux.models.training import resolve_device, training_role
+from faux.studies import synth_defaults
 from faux.studies.resources import Phases
 from faux.synth.abduction import COUNTERFACTUALS, abduced_counterfactual
 from faux.synth.ground_truth import ifs, ifs_labels, ifs_threshold, positive_rate
@@ -125,7 +126,8 @@ class ColumnSettings:
     data_dir: str
     accelerator: str = "auto"
     aux_trainer: str = "single"  # a cell's aux retrainings: one by one, or as one stack
-    top_fraction: float = 0.3    # the fraction labelled positive by the top_fraction rule
+    # the fraction labelled positive by the top_fraction rule (default: the schema's)
+    top_fraction: float = field(default_factory=synth_defaults.fraction)
     lic_ub: dict = field(default_factory=dict)   # LIC-UB's parameters (at, output)
     counterfactual: str = "shared"   # faux.synth.abduction.COUNTERFACTUALS (checked where used)
     reference: str = "own"           # REFERENCES: the bias-0 IFS of the threshold rules
@@ -256,7 +258,7 @@ def make_generator(col: Column, gen_cfgs: dict | None, gen_opts: dict | None, ca
 
 
 def prepare_column(col: Column, *, sizes: dict, target_spec: MLPSpec, gen_cfgs: dict | None = None,
-                   gen_opts: dict | None = None, seed: int = 0, k: float = 3.0,
+                   gen_opts: dict | None = None, seed: int = 0, k: float | None = None,
                    output: str = "prob", cache: Cache | None = None,
                    accelerator: str = "auto", root=None, counterfactual: str = "shared",
                    reference: str = "own") -> PreparedColumn:
@@ -264,7 +266,8 @@ def prepare_column(col: Column, *, sizes: dict, target_spec: MLPSpec, gen_cfgs: 
 
     ``counterfactual="abduction"`` replaces the test rows' counterfactuals (the column's and
     the reference's) by :func:`faux.synth.abduction.abduced_counterfactual`;
-    ``reference="pooled"`` pools the bias-0 IFS over :func:`pool_specs`' targets."""
+    ``reference="pooled"`` pools the bias-0 IFS over :func:`pool_specs`' targets. ``k``: the
+    threshold rule's (default ``synthetic.threshold_k`` of conf/synthetic/default.yaml)."""
     _check_choice("counterfactual", counterfactual, COUNTERFACTUALS)
     _check_choice("reference", reference, REFERENCES)
     cache = cache or Cache()
@@ -311,7 +314,7 @@ def prepare_column(col: Column, *, sizes: dict, target_spec: MLPSpec, gen_cfgs: 
             te0 = dataclasses.replace(te0, x_cf=cf0, x_tilde_cf=cf0_tilde)
     with phase("ifs_labels"):
         v_ref = torch.cat([ifs(r, te0.x, te0.x_cf, output=output) for r in refs])
-        thr = ifs_threshold(v_ref, k=k)
+        thr = ifs_threshold(v_ref, k=synth_defaults.threshold_k() if k is None else k)
         v = ifs(target, test.x, test.x_cf, output=output)
         labels = ifs_labels(v, thr)
     return PreparedColumn(col, train, val, test, target, tinfo, v, thr, labels,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from faux.metrics.ranking import ap_top_fraction, average_precision
+from faux.metrics.ranking import TOP30, ap_top_fraction, average_precision
 from faux.models.mlp import MLPSpec
 from faux.studies.column import Column, ColumnSettings, prepare_shared
 from faux.studies.grid import check_cell
@@ -90,7 +90,7 @@ def run(s: Settings, out_dir, log) -> dict:
     t2 = time.perf_counter()
     q = ft.quality(xv, cv)
     t_quality = time.perf_counter() - t2
-    labels, threshold = labels_for(pc, s.threshold, s.synth.top_fraction,
+    labels, threshold = labels_for(pc, s.threshold, s.synth,
                                    calibration_ifs(col, s.synth, s.target, s.seed, s.threshold))
     rate = float(labels.float().mean())
     ap = average_precision(labels, scores)
@@ -101,7 +101,7 @@ def run(s: Settings, out_dir, log) -> dict:
         "xc": col.xc, "xy": col.xy, "bias": col.bias, "fusion": col.fusion, "dim": pc.test.dim,
         "transport_weight": float(gan["transport_weight"]), "gan_seed": s.gan_seed,
         "gen_steps": int(gan["gen_steps"]), "ap": ap,
-        "ap_top30": ap_top_fraction(pc.ifs_test, scores, 0.3),
+        "ap_top30": ap_top_fraction(pc.ifs_test, scores, TOP30),
         "positive_rate": rate, "threshold": threshold, "n_test": len(pc.test),
         "reading": s.reading, "threshold_rule": s.threshold,
         "target_accuracy": pc.target_info["accuracy"],

@@ -27,7 +27,7 @@ import torch
 
 from faux.methods import registry
 from faux.methods.protocol import MethodConfig
-from faux.metrics.ranking import ap_top_fraction, average_precision
+from faux.metrics.ranking import TOP30, ap_top_fraction, average_precision
 from faux.models.mlp import MLPSpec, random_architecture
 from faux.studies.column import Column, ColumnSettings, prepare_shared, score_method
 from faux.studies.grid import check_cell, parse_pair
@@ -111,7 +111,7 @@ def run(s: Settings, out_dir, log) -> dict:
     shared = prepare_shared(col, s.synth, s.target, s.column_seed)
     pc = shared.pc
     label_t, threshold = labels_for(
-        pc, s.threshold, s.synth.top_fraction,
+        pc, s.threshold, s.synth,
         calibration_ifs(col, s.synth, s.target, s.column_seed, s.threshold, s.synth.sizes))
     rate = float(label_t.float().mean())
     log(f"fig5 {s.pair} {col.fusion} bias {col.bias} draw {s.draw}: d={pc.test.dim}, "
@@ -126,7 +126,7 @@ def run(s: Settings, out_dir, log) -> dict:
                                 cache=s.synth.cache(), accelerator=s.synth.accelerator)
         scores[m] = sc.numpy()
         aps[m] = average_precision(label_t, sc)
-        top30[m] = ap_top_fraction(pc.ifs_test, sc, 0.3)
+        top30[m] = ap_top_fraction(pc.ifs_test, sc, TOP30)
         timings[m] = info["score_s"]
         aux_acc = info.get("aux_accuracy", aux_acc)
         log(f"  {m}: AP {aps[m]:.3f} (top-30% AP {top30[m]:.3f})")

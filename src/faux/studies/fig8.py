@@ -24,6 +24,7 @@ import torch
 from faux.errors import ConfigError
 from faux.harness.cache import Cache, code_version, torch_dumps, torch_loads
 from faux.methods.lic_ub import lic_ub
+from faux.studies import synth_defaults
 from faux.synth.ground_truth import ifs, ifs_labels, ifs_threshold, positive_rate
 from faux.synth.reference import MLP, train_mlp
 from faux.synth.sampler import SyntheticGenerator
@@ -118,10 +119,11 @@ def run(s: Settings, out_dir, log) -> dict:
 def run_fig8(out_dir: Path, results_dir: Path, *, pair: tuple[str, str] = ("magic", "backache"),
              n_train: int = 5000, n_test: int = 2000, biases=(0.0, 0.5, 1.0),
              fusions=("outer", "concat"), width: int = 64, depth: int = 2, epochs: int = 15,
-             seed: int = 0, generator_cfgs: dict | None = None, k: float = 3.0,
+             seed: int = 0, generator_cfgs: dict | None = None, k: float | None = None,
              cache_dir=None, decoding: str = "gumbel", tau: float = 0.3,
              plot: bool = True) -> pd.DataFrame:
     """Train a target per (fusion, bias), write ``fig8.csv`` and ``fig8.png``; return the table."""
+    k = synth_defaults.threshold_k() if k is None else float(k)
     biases = [float(b) for b in biases]
     if not biases or any(not 0.0 <= b <= 1.0 for b in biases):
         raise ConfigError(f"fig8 biases must be a non-empty list in [0, 1], got {biases}")
@@ -195,7 +197,7 @@ def _plot(hists, fusions, biases, df, path: Path, pair) -> None:
 def run_pipeline_check(*, pair=("magic", "backache"), n_train: int = 5000, n_test: int = 2000,
                        biases=(0.5, 1.0), fusions=("outer", "concat"), width: int = 64,
                        depth: int = 2, epochs: int = 15, seed: int = 0, generator_cfgs=None,
-                       k: float = 3.0, cache_dir=None, decoding: str = "gumbel",
+                       k: float | None = None, cache_dir=None, decoding: str = "gumbel",
                        tau: float = 0.3) -> pd.DataFrame:
     """Diagnostics of the ground truth per (fusion, bias), for the Figure 8 targets (same cache
     keys, so a warm cache trains only the aux models):
@@ -207,6 +209,8 @@ def run_pipeline_check(*, pair=("magic", "backache"), n_train: int = 5000, n_tes
       ``target_acc``: the target's test accuracy for y.
     """
     from sklearn.metrics import average_precision_score
+
+    k = synth_defaults.threshold_k() if k is None else float(k)
 
     gen = SyntheticGenerator(pair[0], pair[1], generator_cfgs=generator_cfgs,
                              cache_dir=cache_dir, seed=seed, decoding=decoding, tau=tau)

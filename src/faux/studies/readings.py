@@ -48,8 +48,6 @@ JOB = "readings_cell"
 AXES: dict[str, tuple] = READING_CHOICES
 #: numeric reading fields with their default and open-closed range (lo, hi]
 NUMERIC: dict[str, tuple[float, float, float]] = READING_NUMERIC
-K_STD = 3.0                 # k of the threshold rules
-TOP_FRACTION = NUMERIC["fraction"][0]   # the top_fraction rule's share, unless the reading sets one
 TARGET_ARCH = {"2x64": (64, 2), "3x128": (128, 3)}
 #: the tests of the study (faux.methods.registry.READINGS_METHODS)
 METHODS = registry.READINGS_METHODS
@@ -100,7 +98,9 @@ def synth_settings(cfg: dict, r: dict, names, sizes: dict | None = None) -> Colu
     """How a synthetic study builds a column under reading ``r`` (datasets ``names``): the
     study's settings with the reading's CVAE overrides, decoding, IFS output and scorer
     options (``sizes``: the study's own row counts, as ``column_settings``). The one place a
-    reading is applied; ``synthetic.options`` overrides the scorer options it sets."""
+    reading is applied; ``synthetic.options`` overrides the scorer options it sets. The
+    threshold rules' k is ``synthetic.threshold_k`` and their share of positives the
+    reading's ``fraction``, both as composed (conf/synthetic/, the schema's default)."""
     from faux.studies.config import column_settings
 
     gen_cfgs, gen_opts = generator_settings(r, names)
@@ -110,9 +110,10 @@ def synth_settings(cfg: dict, r: dict, names, sizes: dict | None = None) -> Colu
     options = ScoreOptions.of({"output": r["target_output"], "aux_output": r["aux_output"],
                                "ng": r["ng"], "ig_baseline": r["ig_baseline"],
                                **(st.get("options") or {})})
-    return column_settings(cfg, sizes=sizes, gen_study=study, gen_opts=gen_opts, threshold_k=K_STD,
+    return column_settings(cfg, sizes=sizes, gen_study=study, gen_opts=gen_opts,
+                           threshold_k=float(st["threshold_k"]),
                            output=r["ifs_output"], options=options,
-                           top_fraction=r["fraction"], lic_ub=lic_ub_params(r),
+                           top_fraction=float(r["fraction"]), lic_ub=lic_ub_params(r),
                            counterfactual=r["counterfactual"], reference=r["reference"])
 
 
@@ -160,14 +161,16 @@ class Settings:
                    bool(cfg.get("generator_scores", True)))
 
 
-def labels_for(pc: PreparedColumn, rule: str, fraction: float = TOP_FRACTION,
+def labels_for(pc: PreparedColumn, rule: str, cs: ColumnSettings,
                calibration_ifs: torch.Tensor | None = None) -> tuple[torch.Tensor, float]:
     """Test labels under a threshold rule, and the threshold (NaN for the top fraction,
-    ``fraction`` of the individuals by IFS). ``calibrated`` needs ``calibration_ifs``: the
-    IFS of the pair's bias-0.5 column (:func:`calibration_ifs`); its threshold is that
-    column's (1 - fraction) quantile, i.e. ``k * std`` of the bias-0 IFS with k chosen so the
+    ``cs.top_fraction`` of the individuals by IFS). ``mean_k_std`` and ``k_std`` take
+    ``k = cs.threshold_k``. ``calibrated`` needs ``calibration_ifs``: the IFS of the pair's
+    bias-0.5 column (:func:`calibration_ifs`); its threshold is that column's
+    (1 - fraction) quantile, i.e. ``k * std`` of the bias-0 IFS with k chosen so the
     bias-0.5 column lands at the fraction."""
-    if rule == "mean_k_std":                 # what prepare_column labelled (k = K_STD)
+    fraction = cs.top_fraction
+    if rule == "mean_k_std":                 # what prepare_column labelled (k = cs.threshold_k)
         return pc.labels, pc.threshold
     if rule == "top_fraction":
         return torch.as_tensor(top_fraction_labels(pc.ifs_test, fraction)), float("nan")
@@ -177,7 +180,7 @@ def labels_for(pc: PreparedColumn, rule: str, fraction: float = TOP_FRACTION,
         thr = float(torch.quantile(torch.as_tensor(calibration_ifs).double(), 1.0 - fraction))
         return (pc.ifs_test > thr).long(), thr
     r = pc.ifs_reference.double()
-    thr = float(K_STD * r.std())
+    thr = float(cs.threshold_k * r.std())
     return (pc.ifs_test > thr).long(), thr
 
 
@@ -243,7 +246,7 @@ def run(s: Settings, out_dir, log) -> dict:
     phase = Phases()
     with phase("prepare"):
         pc = prepare_shared(col, s.synth, s.target, s.seed).pc
-    labels, thr = labels_for(pc, r["threshold"], s.synth.top_fraction,
+    labels, thr = labels_for(pc, r["threshold"], s.synth,
                              calibration_ifs(col, s.synth, s.target, s.seed, r["threshold"]))
     rate = float(labels.float().mean())
     log(f"{s.reading_name} / {s.name} ({col.xc}/{col.xy}, bias {col.bias}, {col.fusion}): "

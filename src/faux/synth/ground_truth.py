@@ -45,7 +45,7 @@ def ifs(target: torch.nn.Module, x: torch.Tensor, x_cf: torch.Tensor, output: st
         target.train(was_training)
 
 
-def ifs_threshold(ifs_bias0: torch.Tensor, k: float = 3.0) -> float:
+def ifs_threshold(ifs_bias0: torch.Tensor, k: float) -> float:
     """``mean + k * std`` of the IFS measured on a target trained on bias-0 data."""
     v = torch.as_tensor(ifs_bias0, dtype=torch.float64).reshape(-1)
     if v.numel() < 2:

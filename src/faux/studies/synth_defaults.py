@@ -1,0 +1,39 @@
+"""The threshold settings of the synthetic benchmark where no config was composed (a library
+call, ``python -m faux.studies.fig8``): read from where they are written once, so the code
+holds no copy of them.
+
+* ``k`` of the IFS threshold rules: ``threshold_k`` in ``conf/synthetic/default.yaml``
+  (every study reads the composed ``synthetic.threshold_k``);
+* the top_fraction and calibrated rules' share of positives: the default of
+  ``faux.harness.schema.Reading.fraction`` (every study reads the composed
+  ``reading.fraction``).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from faux.errors import ConfigError
+
+SYNTHETIC_YAML = Path(__file__).resolve().parents[3] / "conf" / "synthetic" / "default.yaml"
+
+
+@lru_cache(maxsize=1)
+def threshold_k() -> float:
+    """``threshold_k`` of conf/synthetic/default.yaml."""
+    import yaml
+
+    try:
+        value = (yaml.safe_load(SYNTHETIC_YAML.read_text()) or {})["threshold_k"]
+    except (OSError, KeyError, TypeError) as exc:
+        raise ConfigError(f"cannot read threshold_k from {SYNTHETIC_YAML} ({exc}); pass k "
+                          "explicitly") from None
+    return float(value)
+
+
+def fraction() -> float:
+    """The default of the reading's ``fraction`` (faux.harness.schema.Reading)."""
+    from faux.harness.schema import READING_NUMERIC
+
+    return float(READING_NUMERIC["fraction"][0])
