@@ -45,6 +45,8 @@ def test_every_held_in_the_readme_matches_claims_json(md):
         for c in e["claims"]:
             wrong = dict(c, held=not c["held"])
             assert md.claim_phrase(wrong) + " (" not in rest, (name, c["id"])
+            # the phrase with its numbers (Table 1's: "holds 4/8, fails 1/8, undecided 3/8")
+            rest = rest.replace(f"{md.claim_phrase(c)} ({c['ours']})", "")
             rest = rest.replace(md.claim_phrase(c) + " (", "")
     assert not re.search(r"\b(held|holds)\b", rest, re.I), "a 'held' the claims file does not back"
     everything_held = all(e["status"] == "held" for e in data.values())
@@ -58,19 +60,80 @@ def test_status_words(md):
     assert md.C.status([]) == "unknown"
 
 
-def test_table1_claims_from_the_mean_ap(md, tmp_path):
-    from faux.reports import paper_values as P
+def _table1_jobs(tmp_path, strength: dict, n=400, runs=3, store=True):
+    """Fabricated Table 1 jobs on the 8 paper columns: labels at rate 0.3, each method's scores
+    ``strength * label + noise`` per run (its own noise), stored as the job stores them."""
+    import numpy as np
 
-    cols = list(P.TABLE1_COLUMNS)
-    rows = []
-    for c in cols:
-        for m, v in (("lic_ub", 0.95), ("fta", 0.3), ("fta_lin", 0.3), ("faux", 0.5),
-                     ("faux_ng", 0.6), ("faux_ig", 0.7)):
-            rows.append({"column": c, "method": m, "ap_mean": v})
-    pd.DataFrame(rows).to_csv(tmp_path / "table1.csv", index=False)
-    got = {c["id"]: (c["held"], c["ours"]) for c in md.C.table1(tmp_path, "")}
-    assert got["C1"] == (True, "8/8 columns") and got["C2"][0] and got["C3"][0]
-    assert got["C4"] == (True, "4/4 columns") and got["C5"] == (False, "0/4 columns")
+    from faux.reports import paper_values as P
+    from faux.studies.table1 import save_scores
+
+    g = np.random.default_rng(0)
+    jobs = []
+    for c in P.TABLE1_COLUMNS:
+        y = (g.random(n) < 0.3).astype(int)
+        for m, s in strength.items():
+            folder = tmp_path / f"{c}-{m}"
+            folder.mkdir(parents=True)
+            seeds = [0] if m in ("fta", "fta_lin", "lic_ub") else list(range(runs))
+            sc = [s * y + g.normal(size=n) for _ in seeds]
+            from sklearn.metrics import average_precision_score
+
+            aps = [float(average_precision_score(y, r)) for r in sc]
+            name = save_scores(folder, y, sc, seeds) if store else None
+            jobs.append({"_dir": str(folder), "metrics": {
+                "column": c, "method": m, "ap_runs": aps, "run_seeds": seeds,
+                "scores_file": name, "machine": {"cpu": "Test CPU", "kernels": "AVX2",
+                                                 "torch_threads": 2}}})
+    return jobs
+
+
+def test_table1_claims_from_bootstrap_intervals(md, tmp_path):
+    """LIC-UB near perfect (C1 holds), fAux+NG well above both FTAs (C2 holds), fAux+IG well
+    below (C3 fails), fAux and fAux+NG drawn alike (C4 undecided), every fAux variant far
+    below 0.9 (C5 fails)."""
+    from faux.reports import table1_intervals as T
+
+    strength = {"lic_ub": 8.0, "fta": 0.5, "fta_lin": 0.5, "faux": 1.5, "faux_ng": 1.5,
+                "faux_ig": 0.0}
+    data = T.build(_table1_jobs(tmp_path / "jobs", strength), b=300)
+    assert set(data["bootstrap"]["resampled"]["Synthetic-1"]) == {"rows", "runs"}
+    T.write(data, tmp_path)
+    got = {c["id"]: c for c in md.C.table1(tmp_path, "")}
+    assert got["C1"]["held"] and got["C1"]["ours"] == "holds 8/8, fails 0/8, undecided 0/8"
+    assert got["C2"]["states"] == {"holds": 8, "fails": 0, "undecided": 0}
+    assert got["C3"]["states"]["fails"] == 8 and not got["C3"]["held"]
+    assert got["C4"]["states"]["undecided"] >= 3 and not got["C4"]["held"]
+    assert got["C5"]["ours"] == "holds 0/4, fails 4/4, undecided 0/4"
+    s1 = got["C2"]["intervals"]["Synthetic-1"]
+    lo, hi = s1["interval"]
+    assert 0 < lo <= s1["point"] <= hi and s1["state"] == "holds"
+    assert got["C1"]["bootstrap"]["B"] == 300
+    assert got["C1"]["machines"][0]["cpu"] == "Test CPU"
+    assert got["C1"]["machines"][0]["n_jobs"] == 48
+    # a column without results is never decided; the status cell names the three counts
+    del data["claims"]["C2"]["columns"]["Synthetic-8"]["interval"]
+    T.write(data, tmp_path)
+    c2 = {c["id"]: c for c in md.C.table1(tmp_path, "")}["C2"]
+    assert c2["ours"] == "holds 7/8, fails 0/8, undecided 1/8" and not c2["held"]
+    assert "C2 ✗ holds 7/8, fails 0/8, undecided 1/8" in md.claims_cell(
+        {"claims": [c2], "status": "partly"})
+
+
+def test_table1_claims_without_stored_rows_bootstrap_the_runs(md, tmp_path):
+    from faux.reports import table1_intervals as T
+
+    data = T.build(_table1_jobs(tmp_path, {"faux": 2.0, "faux_ng": 2.0}, store=False), b=200)
+    assert data["bootstrap"]["resampled"]["Synthetic-1"] == ["runs"]
+    assert data["claims"]["C4"]["columns"]["Synthetic-1"]["interval"] is not None
+    assert data["claims"]["C1"]["columns"]["Synthetic-1"]["state"] == "undecided"  # no LIC-UB
+
+
+def test_table1_claims_need_the_intervals_file(md, tmp_path):
+    pd.DataFrame([{"column": "Synthetic-1", "method": "fta", "ap_mean": 0.3}]).to_csv(
+        tmp_path / "table1.csv", index=False)
+    with pytest.raises(FileNotFoundError, match="table1_intervals.json"):
+        md.C.table1(tmp_path, "")
 
 
 def test_fig8_and_fig11_claims(md, tmp_path):

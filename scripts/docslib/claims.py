@@ -3,9 +3,10 @@ them to ``docs/figures/claims.json``; the README's status table and its tests re
 
 One function per study, ``<study>(results, snippet) -> list[claim]``; a claim is a dict
 ``{"id", "claim", "held", "ours"}`` (the paper's statement, whether our numbers hold it, and
-those numbers). ``results`` is ``outputs/results``; ``snippet`` is the study's markdown
-(``outputs/results/<study>.md`` when built, else the committed ``docs/figures/<study>.md``),
-which the real-data studies are read from. The thresholds are the paper's own words:
+those numbers; Table 1's claims add per column the bootstrap interval and its state, holds,
+fails or undecided: :func:`table1`). ``results`` is ``outputs/results``; ``snippet`` is the
+study's markdown (``outputs/results/<study>.md`` when built, else the committed
+``docs/figures/<study>.md``), which the real-data studies are read from. The thresholds are the paper's own words:
 Table 1's C1-C5 (``faux.reports.readings.CLAIMS``), Section 4.3 (Fig. 4), 4.4 (Fig. 5),
 A.7.1 (Fig. 8), A.10 (Tables 3 and 4) and A.11.4 (Fig. 11).
 """
@@ -54,17 +55,33 @@ def first_number(cell: str) -> float | None:
 
 # --------------------------------------------------------------------------- synthetic
 def table1(results: Path, snippet: str) -> list[dict]:
-    """C1-C5 of Table 1 (``faux.reports.readings.claims``) on the mean AP per cell."""
-    import pandas as pd
+    """C1-C5 of Table 1, each column decided by the bootstrap interval of the claim's
+    statistic (``table1_intervals.json``, written by aggregation beside ``table1.csv``;
+    ``faux.reports.table1_intervals``): holds / fails / undecided per column, the claim held
+    when it holds on every column. ``ours``: ``holds 4/8, fails 1/8, undecided 3/8``."""
+    import json
 
-    from faux.reports.readings import CLAIMS, claims
+    from faux.metrics.intervals import counts, summary
+    from faux.reports.readings import CLAIMS
+    from faux.reports.table1_intervals import NAME, claim_states
 
-    frame = pd.read_csv(results / "table1.csv")
-    ap: dict = {}
-    for r in frame.itertuples(index=False):
-        ap.setdefault(r.method, {})[r.column] = r.ap_mean
-    return [_claim(k, CLAIMS[k], held, f"{ok}/{n} columns")
-            for k, (held, ok, n) in claims(ap).items()]
+    path = results / NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"no {NAME} beside table1.csv: aggregate the sweep again "
+                                "(`make table1`) to decide the claims with intervals")
+    data = json.loads(path.read_text())
+    out = []
+    for k, states in claim_states(data).items():
+        c = data["claims"][k]
+        n = counts(states.values())
+        claim = _claim(k, CLAIMS[k], n["holds"] == len(states), summary(states.values()))
+        claim.update(states=n, statistic=c["statistic"], bound=c["bound"], strict=c["strict"],
+                     intervals={col: {"point": v.get("point"), "interval": v.get("interval"),
+                                      "state": states[col]}
+                                for col, v in c["columns"].items()},
+                     bootstrap=data["bootstrap"], machines=data.get("machines") or [])
+        out.append(claim)
+    return out
 
 
 def readings(results: Path, snippet: str) -> list[dict]:
@@ -238,7 +255,7 @@ def table4(results: Path, snippet: str) -> list[dict]:
 CLAIMS_OF = {"table1": table1, "readings": readings, "fig5": fig5, "fig8": fig8,
              "fig11": fig11, "fig4": fig4, "table3": table3, "table4": table4}
 #: the results file each study's claims are computed from (the others: their markdown)
-CSV = {"table1": "table1.csv", "readings": "readings.csv", "fig5": "fig5.csv",
+CSV = {"table1": "table1_intervals.json", "readings": "readings.csv", "fig5": "fig5.csv",
        "fig8": "fig8.csv", "fig11": "fig11.csv"}
 #: studies whose claims are read from the markdown (results or committed snippet)
 FROM_SNIPPET = ("fig4", "table3", "table4")

@@ -13,6 +13,7 @@ import pandas as pd
 from faux.methods import registry
 from faux.metrics.ranking import normalised_ap
 from faux.reports import paper_values as P
+from faux.reports import table1_intervals as T1I
 from faux.reports.base import Report, done, fmt, mean_std, write_tables
 from faux.reports.sweep import grid_gaps, results_of, unfinished_cells
 
@@ -25,7 +26,8 @@ CAPS = P.table1_prevalence_caps()
 def build(sweep, results_dir: Path, figures_dir: Path) -> Report:
     rows = []
     seen = set()
-    for res in results_of(sweep, JOB, lambda m: (m["column"], m["method"])):
+    jobs = results_of(sweep, JOB, lambda m: (m["column"], m["method"]))
+    for res in jobs:
         m = res["metrics"]
         seen.add((m["column"], m["method"]))
         ap_mean, ap_std = mean_std(m["ap_runs"])
@@ -63,12 +65,14 @@ def build(sweep, results_dir: Path, figures_dir: Path) -> Report:
     rank = {v: i for i, v in enumerate([*sorted(set(frame["column"]), key=_order),
                                         *_methods(frame)])}
     frame.sort_values(["column", "method"], key=lambda s: s.map(rank), inplace=True)
-    md, tex = _table1_md(frame) + _job_time_md(frame), _table1_tex(frame)
+    iv = T1I.build(jobs)
+    md, tex = _table1_md(frame, iv) + _job_time_md(frame), _table1_tex(frame)
     # the csv holds results only (reruns match); times and memory go to the md
     frame = frame.drop(columns=[c for c in frame.columns if c in _RESOURCE_COLUMNS
                                 or (c.startswith("phase_") and c.endswith("_s"))])
     report.frame = frame
     report.files = write_tables(frame, md, tex, "table1", results_dir)
+    report.files.append(T1I.write(iv, results_dir))
     return done(report, md)
 
 
@@ -152,13 +156,13 @@ def _nap_cell(r, c) -> str:
     return f"{r.nap_mean:+.2f}{pap}"
 
 
-def _table1_md(frame: pd.DataFrame) -> str:
+def _table1_md(frame: pd.DataFrame, iv: dict) -> str:
     cols = [c for c in P.TABLE1_COLUMNS if c in set(frame["column"])]
     head = "| method | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols) + "\n"
     out = ["Table 1: average precision, ours (mean ± std over runs) / paper.\n", head]
     out += _method_rows(frame, cols, lambda r, c: f"{fmt(r.ap_mean, r.ap_std)} / "
                                                   f"{fmt(r.paper_ap_mean, r.paper_ap_std)}")
-    out.append(_claims_md(frame))
+    out.append(_claims_md(frame, iv))
     out.append("\nNormalised AP, (AP − π)/(1 − π) at the column's positive rate π: 0 is a random "
                "ranking, 1 a perfect one (ours / the paper's at the highest π its lowest AP "
                "allows, a lower bound of the paper's nAP):\n\n")
@@ -181,18 +185,40 @@ def _table1_md(frame: pd.DataFrame) -> str:
     return "".join(out)
 
 
-def _claims_md(frame: pd.DataFrame) -> str:
-    """The reading the cells ran under and the paper's claims C1-C5 (docs/readings.md) they hold."""
-    from faux.reports.readings import CLAIMS, claims
+def _claims_md(frame: pd.DataFrame, iv: dict) -> str:
+    """The reading the cells ran under and the paper's claims C1-C5 (docs/readings.md), each
+    column decided by the bootstrap interval of the claim's statistic
+    (``faux.reports.table1_intervals``; docs/numbers.md)."""
+    from faux.harness.machine import label
+    from faux.metrics.intervals import summary
+    from faux.reports.readings import CLAIMS
 
-    ap: dict = {}
-    for r in frame.itertuples():
-        ap.setdefault(r.method, {})[r.column] = r.ap_mean
     readings = sorted({str(v) for v in frame.get("reading", pd.Series(dtype=str)).dropna()})
-    out = [f"\nReading: {', '.join(readings) or '?'} (conf/reading/; docs/readings.md).\n"]
-    for k, (held, ok, n) in claims(ap).items():
-        out.append(f"- {k} {'holds' if held else 'does not hold'} ({ok}/{n}): {CLAIMS[k]}\n")
+    boot = iv["bootstrap"]
+    what = sorted({w for v in boot["resampled"].values() for w in v})
+    out = [f"\nReading: {', '.join(readings) or '?'} (conf/reading/; docs/readings.md).\n\n",
+           f"Claims, per column: *holds* when the {boot['level']:.0%} bootstrap interval of the "
+           f"statistic clears the bound on the claim's side, *fails* when it clears it on the "
+           f"other side, *undecided* otherwise (B = {boot['B']}, seed {boot['seed']}, "
+           f"resampling {' and '.join(what) or 'nothing'}; {T1I.NAME}):\n\n"]
+    states = T1I.claim_states(iv)
+    for k, c in iv["claims"].items():
+        cells = "; ".join(_interval_cell(col, v, states[k][col])
+                          for col, v in c["columns"].items())
+        rel = ">" if c["strict"] else "≥"
+        out.append(f"- {k} {summary(states[k].values())}: {CLAIMS[k]} "
+                   f"({c['statistic']} {rel} {c['bound']:g}: {cells})\n")
+    for m in iv.get("machines") or []:
+        out.append(f"\nMachine: {label(m)} ({m['n_jobs']} jobs).\n")
     return "".join(out)
+
+
+def _interval_cell(col: str, v: dict, state: str) -> str:
+    short = col.replace("Synthetic-", "S")
+    if not v.get("interval"):
+        return f"{short} no result"
+    lo, hi = v["interval"]
+    return f"{short} [{lo:+.3f}, {hi:+.3f}] {state}"
 
 
 def _table1_tex(frame: pd.DataFrame) -> str:
