@@ -1,9 +1,9 @@
 """The ``faux`` console script: ``faux audit --model PATH --data PATH --protected COLUMN...``.
 
 Exit codes: 0 the audit ran and no gate failed; 1 a gate failed (``--fail-above`` /
-``--max-flagged-rate``; the outputs are written); 2 bad input or usage (one line on
-stderr, nothing written); 3 an unexpected error (traceback on stderr); 130 interrupted
-(Ctrl-C; one line on stderr, nothing written).
+``--max-flagged-rate``; the outputs are written); 2 bad input or usage, or no space left on
+the disk (one line on stderr, nothing written); 3 an unexpected error (traceback on stderr);
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM) (one line on stderr, nothing written).
 """
 
 from __future__ import annotations
@@ -15,10 +15,14 @@ import traceback
 from faux.errors import FauxError
 
 EXIT_OK, EXIT_GATE, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+INTERRUPTED = "faux audit: interrupted; nothing written"
+TERMINATED = "faux audit: terminated; nothing written"
 
 EPILOG = """exit codes: 0 = passed (or no gate set), 1 = gate failed (--fail-above /
---max-flagged-rate; outputs still written), 2 = bad input or usage (one line on stderr,
-nothing written), 3 = unexpected error, 130 = interrupted (Ctrl-C; nothing written).
+--max-flagged-rate; outputs still written), 2 = bad input or usage, or a full disk (one
+line on stderr, nothing written), 3 = unexpected error, 130 = interrupted (Ctrl-C), 143 =
+terminated (SIGTERM) (one line on stderr, nothing written).
 
 where it writes: --out must be new, empty, or an earlier audit's output (its
 .faux-audit.json marker lists the files that audit wrote, the only ones a rerun replaces);
@@ -29,6 +33,15 @@ example (the bundled Adult data, see README "Audit your own model"):
   faux audit --model model.skops --data adult.parquet --protected sex --label income \\
       --fail-above 0.05 --max-flagged-rate 0.01
 """
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (``faux audit: error: ...; see faux audit
+    --help``) instead of the usage block; ``--help`` is unchanged."""
+
+    def error(self, message):
+        msg = " ".join(str(message).split())
+        self.exit(2, f"{self.prog}: error: {msg}; see {self.prog} --help\n")
 
 
 def _positive_int(v: str) -> int:
@@ -62,8 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     from faux.audit.groups import AUX_SEEDS, MIN_CELL
     from faux.audit.methods import audit_methods, default_methods, thresholds_text
 
-    p = argparse.ArgumentParser(prog="faux", description="faux: individual-fairness testing "
-                                "by gradient alignment (fAux).")
+    p = _Parser(prog="faux", description="faux: individual-fairness testing by gradient "
+                "alignment (fAux).")
     sub = p.add_subparsers(dest="command", required=True)
     a = sub.add_parser(
         "audit", help="audit a model for individual unfairness on a data set",
@@ -168,22 +181,42 @@ def build_parser() -> argparse.ArgumentParser:
                    f"{FD_STEP_LOW_WARN:g} (float32 rounding)")
     a.add_argument("--seed", type=int, default=0, help="seed of the sample and the aux model")
     a.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(parser_of={"audit": a})
     return p
 
 
+def _parse(argv):
+    """The parsed arguments; an unknown flag is reported by the subcommand's parser, so
+    that every usage error starts with ``faux audit: error:``."""
+    p = build_parser()
+    args, extra = p.parse_known_args(argv)
+    if extra:
+        sub = getattr(args, "parser_of", {}).get(getattr(args, "command", None), p)
+        sub.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv=None) -> int:
+    from faux.audit.core import Terminated
+
     try:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C before or after the audit proper
-        print("faux audit: interrupted; nothing written", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated:
+        print(TERMINATED, file=sys.stderr)
+        return EXIT_TERMINATED
 
 
 def _main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        from faux.audit.core import audit
+        args = _parse(argv)
+    except SystemExit as stop:  # a usage error (one line printed) or --help
+        return stop.code if isinstance(stop.code, int) else EXIT_INPUT
+    from faux.audit.core import Terminated, audit
 
+    try:
         protected = args.protected[0] if len(args.protected) == 1 else args.protected
         res = audit(args.model, data=args.data, protected=protected, label=args.label,
                     features=args.features, methods=args.methods, aux=args.aux,
@@ -203,8 +236,20 @@ def _main(argv=None) -> int:
         print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
-        print("faux audit: interrupted; nothing written", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated:
+        print(TERMINATED, file=sys.stderr)
+        return EXIT_TERMINATED
+    except OSError as err:
+        from faux.audit.writing import DISK_FULL, disk_full_message
+
+        if err.errno not in DISK_FULL:
+            traceback.print_exc()
+            return EXIT_INTERNAL
+        where = err.filename or args.out or "."
+        print(f"faux audit: error: {disk_full_message(where)}", file=sys.stderr)
+        return EXIT_INPUT
     except Exception:
         traceback.print_exc()
         return EXIT_INTERNAL

@@ -20,7 +20,10 @@ that name is always complete; into an existing one the outputs are staged in a t
 folder inside it and moved into place file by file only once everything succeeded.
 
 Every setting (and ``out_dir``'s writability) is checked before the data are read. A
-Ctrl-C anywhere raises ``KeyboardInterrupt`` after removing what the audit had created.
+Ctrl-C anywhere raises ``KeyboardInterrupt``, a SIGTERM ``Terminated`` (a ``SystemExit`` with
+status 143), after removing what the audit had created. A disk that fills while the outputs
+are written raises ``OutputError`` (one line: the folder and the space left there), again
+with nothing left behind. Folders and files are created with the user's umask.
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ from faux.audit.groups import AUX_SEEDS, MIN_CELL
 from faux.audit.methods import audit_methods, default_methods
 from faux.audit.methods import threshold as default_threshold
 from faux.audit.ranking import _ranking, feature_groups  # noqa: F401 (re-exported)
-from faux.errors import ConfigError, DataError
+from faux.audit.writing import DISK_FULL, dir_mode, disk_full_message, file_mode, folder_size
+from faux.errors import ConfigError, DataError, FauxError
 
 N_TOP = 50  # flagged rows shown with their contributions
 PLOT_SAMPLE = 200_000  # scores kept for the plots
@@ -78,6 +82,25 @@ FD_STEP_LOW_WARN = 1e-4
 ALPHA = 0.01  # default false-flag rate of the calibrated thresholds
 NULL_PERMUTATIONS = 3  # default number of aux models trained on a permuted protected attribute
 RULE_MANUAL, RULE_QUANTILE, RULE_BH = "manual threshold", "null quantile", "benjamini-hochberg"
+
+
+EXIT_TERMINATED = 128 + signal.SIGTERM  # the shell's status of a process ended by SIGTERM
+
+
+class OutputError(FauxError, OSError):
+    """The disk filled (ENOSPC / EDQUOT) while the outputs were written; nothing was left
+    behind. ``str()`` is the one-line message; ``errno`` and ``filename`` are the original's."""
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+class Terminated(SystemExit):
+    """SIGTERM during the audit, raised once the audit removed what it had created: like the
+    signal's default action, the process exits with status 143 unless this is caught."""
+
+    def __init__(self):
+        super().__init__(EXIT_TERMINATED)
 
 
 class AuditResult:
@@ -411,6 +434,7 @@ def _write_json_atomic(path: Path, obj) -> None:
     """``obj`` as JSON at ``path``, through a uniquely named temporary file beside it."""
     fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, file_mode())  # mkstemp's 0600, as open() would create it
         with os.fdopen(fd, "w") as f:
             json.dump(obj, f, indent=2)
         os.replace(name, path)
@@ -445,15 +469,27 @@ class _Staging:
             while not p.exists():
                 missing.append(p)
                 p = p.parent
-            for p in reversed(missing):
-                p.mkdir()
-                self.created.append(p)
-            self.dir = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+            try:
+                for p in reversed(missing):
+                    p.mkdir()
+                    self.created.append(p)
+                self.dir = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+                # renamed to --out at the end: mkdtemp's 0700, as mkdir would create it
+                os.chmod(self.dir, dir_mode())
+            except BaseException:
+                self.dir = None
+                self.discard()
+                raise
         else:
             self.dir = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
 
+    def size(self) -> int:
+        """Bytes written into the staging folder so far."""
+        return 0 if self.dir is None else folder_size(self.dir)
+
     def discard(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
         for p in reversed(self.created):
             with _suppress_oserror():
                 p.rmdir()  # only if still empty
@@ -490,39 +526,54 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+class _Terminated(_Interrupted):
+    """SIGTERM during the audit; converted to ``Terminated`` once the audit has cleaned up."""
+
+
 @contextmanager
 def _interruptible():
-    """SIGINT raises ``_Interrupted`` in the audit (when it would raise KeyboardInterrupt);
-    the previous handler is restored afterwards, also when a library replaced it."""
+    """SIGINT raises ``_Interrupted`` in the audit (when it would raise KeyboardInterrupt),
+    SIGTERM ``_Terminated`` (when it would end the process); the previous handlers are
+    restored afterwards, also when a library replaced them. A handler someone else installed
+    is left alone."""
     if not _main_thread():
         yield
         return
-    prev = signal.getsignal(signal.SIGINT)
+    prev = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
-    def handler(signum, frame):
+    def on_int(signum, frame):
         raise _Interrupted
 
-    if prev is signal.default_int_handler:
-        signal.signal(signal.SIGINT, handler)
+    def on_term(signum, frame):
+        raise _Terminated
+
+    if prev[signal.SIGINT] is signal.default_int_handler:
+        signal.signal(signal.SIGINT, on_int)
+    if prev[signal.SIGTERM] == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, on_term)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, prev)
+        for sig, handler in prev.items():
+            if handler is not None:  # None: installed outside Python, cannot be restored
+                signal.signal(sig, handler)
 
 
 @contextmanager
 def _deferred_interrupt():
-    """SIGINT waits while the outputs are moved into place (milliseconds), so that a
-    folder is never left half replaced; the audit then completes."""
+    """SIGINT and SIGTERM wait while the outputs are moved into place (milliseconds), so
+    that a folder is never left half replaced; the audit then completes."""
     if not _main_thread():
         yield
         return
     hit = []
-    prev = signal.signal(signal.SIGINT, lambda signum, frame: hit.append(signum))
+    prev = {sig: signal.signal(sig, lambda signum, frame: hit.append(signum))
+            for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, prev)
+        for sig, handler in prev.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
         if hit:
             _warn("interrupt received while the outputs were moved into place; they are "
                   "complete")
@@ -585,6 +636,8 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
                           progress=progress, report=report, force=force, alpha=alpha,
                           null_permutations=null_permutations, fdr=fdr, aux_seeds=aux_seeds,
                           min_cell=min_cell, intersection=intersection, exact=exact)
+        except _Terminated:
+            raise Terminated from None
         except _Interrupted:
             raise KeyboardInterrupt from None
 
@@ -767,11 +820,29 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
             _stage(result, staging.dir, report)
             _finish(staging)
             result.out_dir = out
-    except BaseException:  # nothing partial is left behind
+    except BaseException as err:  # nothing partial is left behind
+        staged = 0
         if staging is not None:
+            staged = staging.size()
             staging.discard()
+        if (isinstance(err, OSError) and not isinstance(err, FauxError)
+                and err.errno in DISK_FULL and staging is not None):
+            raise _disk_full(err, staging, staged) from err
         raise
     return result
+
+
+def _disk_full(err: OSError, staging: _Staging, staged: int) -> OutputError:
+    """The one-line error of a disk that filled while ``staging`` was written: it names the
+    output folder (not the staging folder, gone by now) and the file being written."""
+    name = err.filename
+    path = None if name is None else Path(os.path.abspath(os.fsdecode(name)))
+    if path is None or any(path.is_relative_to(d) for d in (staging.dir, staging.out) if d):
+        what = "" if path is None else path.name
+        msg = disk_full_message(staging.out, what=what, staged=staged)
+    else:  # outside the outputs (a library's temporary file)
+        msg = disk_full_message(name)
+    return OutputError(err.errno, msg, name)
 
 
 def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar, *,
@@ -959,5 +1030,6 @@ def _finish(staging: _Staging) -> None:
         for f in owned - set(new):  # an earlier audit's file this one did not write
             with _suppress_oserror():
                 (out / f).unlink()
-        _write_json_atomic(out / MARKER, _marker(new))
+        with _suppress_oserror():  # the outputs are in place; the marker above lists them
+            _write_json_atomic(out / MARKER, _marker(new))
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,226 @@
+"""SIGTERM ends `faux audit` the way Ctrl-C does: exit 143, one line on stderr, nothing left
+behind (no staging folder), the previous handlers restored; during the final moves into
+place it waits and the outputs complete."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pytest
+import torch
+
+import faux
+import faux.audit.core as core
+from faux.audit.cli import EXIT_OK, main
+from test_audit_cli import Proxy
+from test_audit_cli import _frame as _cli_frame
+
+ROOT = Path(__file__).resolve().parents[1]
+EXIT_TERMINATED = 143
+TERMINATED = "faux audit: terminated; nothing written\n"
+
+pytestmark = pytest.mark.skipif(
+    signal.getsignal(signal.SIGTERM) != signal.SIG_DFL,
+    reason="the test process has its own SIGTERM handler, which the audit leaves alone")
+
+
+class SlowProxy:
+    """A black box slow enough to be caught while scoring (pickled for the child process)."""
+
+    def predict_proba(self, x):
+        time.sleep(2e-4 * len(x))  # about 10 ms per 50-row batch
+        z = 0.5 * x[:, 0] + 4.0 / (1 + np.exp(-8 * x[:, 1])) * (x[:, 3] - 0.5)
+        p = 1 / (1 + np.exp(-z))
+        return np.column_stack([1 - p, p])
+
+
+def _frame(n=300, seed=0):
+    return _cli_frame(n, seed)
+
+
+@pytest.fixture
+def files(tmp_path):
+    data = tmp_path / "people.csv"
+    _frame().to_csv(data, index=False)
+    model = tmp_path / "model.pt"
+    torch.jit.save(torch.jit.script(Proxy()), model)
+    return tmp_path, data, model
+
+
+def run(capsys, *args):
+    rc = main(["audit", "--aux-epochs", "2", "--aux-seeds", "1", "--no-progress",
+               *map(str, args)])
+    return rc, capsys.readouterr().err
+
+
+def _tree(folder):
+    out = {}
+    for root, dirs, names in os.walk(folder):
+        for d in dirs:
+            out[os.path.relpath(os.path.join(root, d), folder)] = None
+        for n in names:
+            p = os.path.join(root, n)
+            out[os.path.relpath(p, folder)] = Path(p).read_bytes()
+    return out
+
+
+def _raise_sigterm():
+    """SIGTERM to this process, unless nothing handles it (it would end the test run)."""
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        raise AssertionError("no SIGTERM handler while the audit runs")
+    signal.raise_signal(signal.SIGTERM)
+
+
+def _term():
+    _raise_sigterm()
+    raise AssertionError("SIGTERM was not turned into an exception")
+
+
+def _term_in_aux_training(monkeypatch):
+    from faux.models.mlp import BinaryClassifier
+
+    monkeypatch.setattr(BinaryClassifier, "training_step", lambda self, *a, **k: _term())
+
+
+def _term_while_scoring(monkeypatch):
+    from faux.audit.scoring import Scorer
+
+    real, calls = Scorer.score, []
+
+    def score(self, x):
+        calls.append(1)
+        if len(calls) > 3:  # past the sample's scores: the pass over the file
+            _term()
+        return real(self, x)
+
+    monkeypatch.setattr(Scorer, "score", score)
+
+
+def _term_while_writing(monkeypatch):
+    import faux.audit.report
+
+    monkeypatch.setattr(faux.audit.report, "write_report", lambda *a, **k: _term())
+
+
+@pytest.mark.parametrize("where", [_term_in_aux_training, _term_while_scoring,
+                                   _term_while_writing])
+@pytest.mark.parametrize("fresh", [True, False])
+def test_sigterm_exits_143_and_leaves_nothing(files, capsys, monkeypatch, where, fresh):
+    tmp, data, model = files
+    out = tmp / "deep" / "out"
+    base = ["--model", model, "--data", data, "--protected", "gender", "--out", out,
+            "--batch-size", "50", "--threshold", "0.1"]
+    if not fresh:  # an earlier output stays as it was
+        assert run(capsys, *base)[0] == EXIT_OK
+    before = _tree(tmp)
+    where(monkeypatch)
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    rc, err = run(capsys, *base)
+    assert rc == EXIT_TERMINATED
+    assert err == TERMINATED
+    assert _tree(tmp) == before
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
+
+
+def test_python_api_raises_terminated_a_system_exit_143(tmp_path, monkeypatch):
+    _term_while_writing(monkeypatch)
+    df = _frame(200)
+    with pytest.raises(SystemExit) as e:
+        faux.audit(Proxy(), df.drop(columns="gender"), df.gender.values, aux_epochs=2,
+                   progress=False, out_dir=tmp_path / "out", threshold=0.1)
+    assert isinstance(e.value, core.Terminated) and e.value.code == EXIT_TERMINATED
+    assert list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_a_handler_of_the_caller_is_left_alone(tmp_path):
+    seen = []
+
+    def mine(signum, frame):
+        seen.append(signum)
+
+    prev = signal.signal(signal.SIGTERM, mine)
+    try:
+        df = _frame(200)
+
+        class Model(Proxy):
+            def forward(self, x):
+                if not seen:
+                    signal.raise_signal(signal.SIGTERM)
+                return super().forward(x)
+
+        res = faux.audit(Model(), df.drop(columns="gender"), df.gender.values, aux_epochs=2,
+                         progress=False, out_dir=tmp_path / "out", threshold=0.1)
+        assert seen == [signal.SIGTERM] and res.out_dir == tmp_path / "out"
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, prev)
+
+
+def test_sigterm_while_moving_into_place_waits_and_the_outputs_complete(files, capsys,
+                                                                        monkeypatch):
+    tmp, data, model = files
+    out = tmp / "out"
+    real = core._write_json_atomic
+
+    def write(path, obj):
+        _raise_sigterm()
+        return real(path, obj)
+
+    monkeypatch.setattr(core, "_write_json_atomic", write)
+    rc, err = run(capsys, "--model", model, "--data", data, "--protected", "gender",
+                  "--out", out, "--threshold", "0.1")
+    assert rc == EXIT_OK, err
+    assert "they are complete" in err
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".faux-audit.json", "report.html", "scores.parquet", "summary.json"]
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def _staging_with_scores(folder: Path):
+    """The staging folder of a new --out once the pass over the rows has written scores."""
+    for p in folder.iterdir():
+        if ".tmp-" in p.name and p.is_dir() and (p / "scores.parquet").exists():
+            return p
+    return None
+
+
+def test_sigterm_to_a_child_process_while_scoring(tmp_path):
+    """The real thing: SIGTERM to a `faux audit` process while it scores the file."""
+    data = tmp_path / "people.csv"
+    _frame(3000).to_csv(data, index=False)
+    model = tmp_path / "slow.joblib"
+    joblib.dump(SlowProxy(), model)
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
+    cmd = [sys.executable, "-m", "faux.audit.cli", "audit", "--model", str(model),
+           "--trust-pickle", "--data", str(data), "--protected", "gender", "--out",
+           str(tmp_path / "out"), "--aux-epochs", "2", "--aux-seeds", "1", "--threshold",
+           "0.1", "--methods", "faux", "--sample", "500", "--batch-size", "50",
+           "--no-progress"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        deadline = time.monotonic() + 240
+        staging = None
+        while staging is None and proc.poll() is None and time.monotonic() < deadline:
+            staging = _staging_with_scores(tmp_path)
+            time.sleep(0.01)
+        assert staging is not None, proc.communicate(timeout=60)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == EXIT_TERMINATED, err
+    lines = [ln for ln in err.splitlines() if "pickle" not in ln]
+    assert lines == [TERMINATED.strip()], err
+    assert out == ""
+    assert not (tmp_path / "out").exists() and not staging.exists()
+    assert [p.name for p in tmp_path.iterdir() if ".tmp" in p.name] == []
