@@ -29,7 +29,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig
 
 from faux.errors import FauxError
-from faux.harness import guard, identity, joblog, results
+from faux.harness import disk, guard, identity, joblog, results
 from faux.studies import job
 
 log = logging.getLogger("faux.run")
@@ -165,7 +165,9 @@ def main() -> None:
     """``python -m faux.run [overrides]``: Hydra's main, with Ctrl-C as one line and the
     resume hint on stderr (exit 130, no traceback), and Ray's usage statistics off unless
     ``RAY_USAGE_STATS_ENABLED`` is set (the Ray launcher attaches from this process). An
-    override of the removed ``launcher`` group is one line, exit 2."""
+    override of the removed ``launcher`` group is one line, exit 2. A full disk
+    (``faux.harness.disk``) is the sweep's summary and one line naming the path and the free
+    space, exit 1."""
     old = old_launcher_override(sys.argv[1:])
     if old:
         print(old, file=sys.stderr)
@@ -181,16 +183,29 @@ def main() -> None:
     except (guard.Interrupted, KeyboardInterrupt):
         print(guard.interrupt_message(), file=sys.stderr, flush=True)
         sys.exit(130)
+    except disk.SweepStopped as stop:
+        disk_full(stop.line)
     except ConfigCompositionException as exc:
         if not report:
             raise
         print(f"error: {composition_error(exc)}", file=sys.stderr)
         sys.exit(2)
     except Exception as exc:
+        if disk.is_full(exc):       # e.g. Hydra writing a job's .hydra/ on a full disk
+            disk_full(disk.message(exc))
         if not report:
             raise
         del os.environ["HYDRA_FULL_ERROR"]
         hydra_report(exc)
+
+
+def disk_full(line: str) -> None:
+    """A full disk: the sweep's summary (every job counted), then one line, exit 1."""
+    from faux.harness import progress
+
+    progress.close_all()
+    print(f"error: {line}", file=sys.stderr, flush=True)
+    sys.exit(1)
 
 
 def hydra_report(exc: Exception) -> None:

@@ -242,6 +242,32 @@ def _flock(path: Path, blocking: bool = True) -> Iterator[bool]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def _write_atomic(path: Path, data: bytes) -> None:
+    """``data`` to a temporary file beside ``path``, fsync, rename: readers see the old file or
+    the new one. A full disk raises ``faux.harness.disk.DiskFull`` naming ``path`` (the
+    temporary file removed)."""
+    from faux.harness.disk import raise_if_full
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    except OSError as exc:
+        raise_if_full(exc, path)
+        raise
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; entries are shared between users
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise_if_full(exc, path)
+        raise
+
+
 class Cache:
     """``get_or_build(kind, key_dict, build)``; ``hits``/``builds`` count what happened."""
 
@@ -303,18 +329,24 @@ class Cache:
         path.parent.mkdir(parents=True, exist_ok=True)
         header = {"sha256": hashlib.sha256(payload).hexdigest(), "length": len(payload),
                   "key": _canonical(key_dict)}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+        _write_atomic(path, json.dumps(header, sort_keys=True).encode() + b"\n" + payload)
+
+    def meta_path(self, kind: str, key_dict: dict) -> Path:
+        """``<root>/<kind>/<key>.meta.json``: facts of an entry's build that are not a function
+        of its key (e.g. how long training took), kept beside the entry, never inside it."""
+        return self.path(kind, key_dict).with_suffix(".meta.json")
+
+    def write_meta(self, kind: str, key_dict: dict, meta: dict) -> None:
+        """Store ``meta`` beside the entry (atomically; the last build's facts win)."""
+        _write_atomic(self.meta_path(kind, key_dict), json_dumps(meta))
+
+    def read_meta(self, kind: str, key_dict: dict) -> dict:
+        """What :meth:`write_meta` stored for the entry, ``{}`` when nothing (or damaged)."""
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(json.dumps(header, sort_keys=True).encode() + b"\n")
-                f.write(payload)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o644)  # mkstemp makes 0600; entries are shared between users
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            meta = json.loads(self.meta_path(kind, key_dict).read_text())
+        except (OSError, ValueError):
+            return {}
+        return meta if isinstance(meta, dict) else {}
 
     def _try_read(self, kind: str, path: Path, loads: Callable[[bytes], Any]) -> tuple[bool, Any]:
         if not path.exists():

@@ -116,6 +116,8 @@ class SweepGuard(Callback):
 
     def __init__(self) -> None:
         self._lock = None
+        self._launcher_pid: int | None = None      # set in the launching process of a sweep
+        self._local_workers = False                 # its jobs run in local child processes
 
     def __getstate__(self):
         # travels to joblib/Ray/submitit workers inside Hydra's context; the lock stays here
@@ -141,6 +143,9 @@ class SweepGuard(Callback):
         raw = OmegaConf.to_container(config.hydra.sweep, resolve=False).get("dir", "")
         _SWEEP.update(dir=sweep_dir, fixed="${now:" not in str(raw))
         self._lock = lock_sweep_dir(sweep_dir)
+        launcher = str(OmegaConf.select(config, "hydra.launcher._target_", default="") or "")
+        self._launcher_pid = os.getpid()
+        self._local_workers = "joblib" in launcher.lower()
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         if self._lock is not None:
@@ -148,7 +153,27 @@ class SweepGuard(Callback):
             self._lock = None
 
     def on_job_start(self, config: DictConfig, **kwargs) -> None:
+        from faux.harness import disk
+
         install_interrupt_handler()
+        disk.quiet_log_files()
+        # a joblib worker ends with the launching process (never the launching process
+        # itself, whose parent is the user's shell)
+        if self._local_workers and self._launcher_pid not in (None, os.getpid()):
+            from faux.harness.workers import end_with_parent
+
+            end_with_parent(self._launcher_pid)
+
+    def on_job_end(self, config: DictConfig, job_return=None, **kwargs) -> None:
+        """A job that failed on a full disk stops the sweep (every later job would fail the
+        same way): :class:`faux.harness.disk.SweepStopped`, after the progress callback
+        counted the job (Hydra runs ``on_job_end`` callbacks in reverse order)."""
+        from faux.harness import disk
+
+        failed = getattr(getattr(job_return, "status", None), "name", "") == "FAILED"
+        err = getattr(job_return, "_return_value", None) if failed else None
+        if failed and disk.is_full(err):
+            raise disk.SweepStopped(disk.message(err, Path(str(config.hydra.runtime.output_dir))))
 
 
 class Interrupted(BaseException):

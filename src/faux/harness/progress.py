@@ -41,6 +41,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from faux.harness.disk import is_full, raise_if_full
+
 EVENTS_DIR = ".progress"
 MODES = ("auto", "rich", "plain", "off")
 
@@ -267,16 +269,18 @@ class Tally:
         for e in self.events.values():
             counts[e["status"]] = counts.get(e["status"], 0) + 1
         n = "?" if self.total is None else str(self.total)
+        missing = [c for num, c in sorted((cells or {}).items()) if num not in self.events]
+        parts = [f"{v} {k}" for k, v in sorted(counts.items())]
+        if missing:            # every job counted: finished ones by status, the rest not run
+            parts.append(f"{len(missing)} not run")
         lines = [f"[sweep] {self.done}/{n} jobs in {fmt_time(time.monotonic() - self.started)}: "
-                 + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none finished")]
+                 + (", ".join(parts) or "none finished")]
         for num in sorted(self.events):
             e = self.events[num]
             if e["status"] == "failed":
                 lines.append(f"  failed: {e['cell']} (log: {e.get('log')})")
-        if cells:
-            missing = [c for num, c in sorted(cells.items()) if num not in self.events]
-            if missing:
-                lines.append(f"  not finished ({len(missing)}): " + ", ".join(missing))
+        if missing:
+            lines.append(f"  not finished ({len(missing)}): " + ", ".join(missing))
         return lines
 
 
@@ -387,6 +391,8 @@ class SweepProgress(Callback):
             result = json.loads(res_path.read_text())
         except (OSError, ValueError):
             result = None
+        if not isinstance(result, dict):        # e.g. a hand-edited `[1, 2]`: no result
+            result = None
         failed = getattr(getattr(job_return, "status", None), "name", "") == "FAILED"
         if failed or result is None:
             # JobReturn.return_value re-raises a failed job's exception; read the field
@@ -410,7 +416,17 @@ class SweepProgress(Callback):
                  "finished": time.time()}
         # the sweep folder as this job resolved it (Hydra copies the launcher's resolved
         # values, ${now:} included, into every job's config)
-        write_event(Path(str(config.hydra.sweep.dir)) / EVENTS_DIR, event)
+        try:
+            write_event(Path(str(config.hydra.sweep.dir)) / EVENTS_DIR, event)
+        except OSError as exc:
+            # a full disk: the launching process, when it is this one (basic launcher),
+            # counts the job from memory; elsewhere it counts as not run
+            if self._parent is None:
+                if is_full(exc):
+                    return
+                raise
+        if self._parent is not None:
+            self._record(event)
 
     # ---- launcher side ----
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -449,8 +465,17 @@ class SweepProgress(Callback):
         p = self._parent
         if p is None:
             return
+        self._show(read_events(p["dir"]))
+
+    def _record(self, event: dict) -> None:
+        """A job's event known in this process (its file may not exist: a full disk)."""
+        if self._parent is not None and not self._parent["closed"]:
+            self._show([dict(event)])
+
+    def _show(self, events: list[dict]) -> None:
+        p = self._parent
         with p["lock"]:
-            new = [e for e in read_events(p["dir"]) if e["num"] not in p["tally"].events]
+            new = [e for e in events if e["num"] not in p["tally"].events]
             for e in sorted(new, key=lambda e: e.get("finished", 0)):
                 e["cell"] = cell_name(e["overrides"], p["swept"])
                 p["tally"].events[e["num"]] = e
@@ -496,6 +521,13 @@ class SweepProgress(Callback):
 _LAUNCHED: list[SweepProgress] = []
 
 
+def close_all() -> None:
+    """Close every sweep display of this process with its summary (a sweep stopped early,
+    e.g. on a full disk: the summary before the one error line)."""
+    for cb in _LAUNCHED:
+        cb._close()
+
+
 def stop_for_interrupt() -> tuple[int, int | None] | None:
     """Stop every sweep display of this process without its summary; ``(finished, total)``
     of the last one still shown, None when none is."""
@@ -508,15 +540,21 @@ def stop_for_interrupt() -> tuple[int, int | None] | None:
 def write_event(events_dir: Path, event: dict) -> Path:
     """Write one job's event atomically: a temporary file of its own (``tempfile.mkstemp``
     in the folder, so no two writers share one), then a rename."""
-    events_dir.mkdir(parents=True, exist_ok=True)
     path = events_dir / f"{event['num']}.json"
-    fd, tmp = tempfile.mkstemp(dir=events_dir, prefix=f".{event['num']}.", suffix=".tmp")
+    try:
+        events_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=events_dir, prefix=f".{event['num']}.", suffix=".tmp")
+    except OSError as exc:
+        raise_if_full(exc, path)
+        raise
     try:
         with os.fdopen(fd, "w") as f:
             f.write(json.dumps(event, default=str))
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise_if_full(exc, path)
         raise
     return path
 

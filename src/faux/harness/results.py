@@ -20,6 +20,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from faux.harness.disk import raise_if_full
 from faux.harness.identity import config_yaml_key
 
 log = logging.getLogger("faux.run")          # the job's own log (run.log)
@@ -29,11 +30,17 @@ STALE = "result.stale.json"
 
 
 def finished(out_dir: Path, chash: str) -> dict | None:
-    """The stored result of a finished job with this config hash, else None."""
+    """The stored result of a finished job with this config hash, else None. A file that is
+    not a JSON object (truncated, or e.g. ``[1, 2]`` or ``null``) is no result: the job reruns
+    (one warning line for a file that parses to something else)."""
     path = out_dir / RESULT
     try:
         res = json.loads(path.read_text())
     except (OSError, ValueError):
+        return None
+    if not isinstance(res, dict):
+        log.warning("%s holds a JSON %s, not a result object; rerunning the job", path,
+                    type(res).__name__ if res is not None else "null")
         return None
     ok = res.get("config_hash") == chash and res.get("status") == "ok"
     # a job that skipped (e.g. a dataset the user has not placed yet) is retried on rerun
@@ -45,18 +52,26 @@ def write_json_atomic(path: Path, obj: dict) -> None:
     """Write ``obj`` to a temporary file of its own (``tempfile.mkstemp`` in the same folder:
     two processes writing one path never share it), fsync it, rename it over ``path``, fsync
     the folder: after a crash ``path`` holds the old or the new content, never a part, and of
-    two concurrent writers the last rename wins whole."""
+    two concurrent writers the last rename wins whole. A full disk raises
+    ``faux.harness.disk.DiskFull`` naming ``path`` (the temporary file removed)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    text = json.dumps(obj, indent=2, default=float)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    except OSError as exc:
+        raise_if_full(exc, path)
+        raise
     try:
         with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(obj, indent=2, default=float))
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)       # mkstemp makes 0600; results are read by other users
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise_if_full(exc, path)
         raise
     try:
         dfd = os.open(path.parent, os.O_RDONLY)

@@ -75,10 +75,26 @@ class PreparedColumn:
     x_of_c: Callable | None = None      # c -> x of the test rows when not the generator's own
 
 
+#: facts of a training run that are not a function of the entry's key: kept beside the
+#: entry (``Cache.write_meta``), never in it, so two builds of a key store the same bytes
+TIMING_KEYS = ("train_time_s", "train_time_total_s")
+
+
 def _mlp_dumps(pair) -> bytes:
     net, info = pair
     arch = {"d_in": net.d_in, "width": net.width, "depth": net.depth, "d_out": net.d_out}
+    info = {k: v for k, v in info.items() if k not in TIMING_KEYS}
     return torch_dumps({"arch": arch, "state": net.state_dict(), "info": info})
+
+
+def _timings(info: dict) -> dict:
+    return {k: float(info[k]) for k in TIMING_KEYS if k in info}
+
+
+def _with_timings(cache: Cache, kind: str, key: dict, pair):
+    """A loaded (net, info) with the build's training time from the entry's sidecar."""
+    net, info = pair
+    return net, {**info, **cache.read_meta(kind, key)}
 
 
 def _mlp_loads(blob: bytes):
@@ -193,7 +209,8 @@ def _mlp_key(key: dict, spec: MLPSpec, seed: int, accelerator: str,
     # where it trains (CPU / GPU) and, on CPU, the thread count change the order floats are
     # summed in: both are part of the key
     key = {**key, "spec": spec.__dict__, "train_seed": int(seed), "code": MLP_CODE,
-           "device": resolve_device(accelerator).type, "threads": torch.get_num_threads()}
+           "device": resolve_device(accelerator).type, "threads": torch.get_num_threads(),
+           "stored": "no-timings"}
     extra = {}
     if projection is not None:
         p = torch.as_tensor(projection, dtype=torch.float32).contiguous()
@@ -212,8 +229,12 @@ def cached_mlp(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, x_val, t
 
     def build():
         with training_role(role or kind):
-            return spec.train(x, t, x_val, t_val, seed=seed, accelerator=accelerator, **extra)
-    return cache.get_or_build(kind, key, build, dumps=_mlp_dumps, loads=_mlp_loads)
+            net, info = spec.train(x, t, x_val, t_val, seed=seed, accelerator=accelerator,
+                                   **extra)
+        cache.write_meta(kind, key, _timings(info))
+        return net, info
+    pair = cache.get_or_build(kind, key, build, dumps=_mlp_dumps, loads=_mlp_loads)
+    return _with_timings(cache, kind, key, pair)
 
 
 def cached_mlp_stacked(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, x_val, t_val,
@@ -240,14 +261,18 @@ def cached_mlp_stacked(cache: Cache, kind: str, key: dict, spec: MLPSpec, x, t, 
                     built = train_mlps_stacked(spec, x, t, x_val, t_val, seeds=todo,
                                                accelerator=accelerator, **extra)
                 for s, pair in zip(todo, built):
+                    cache.write_meta(kind, keys[s][0], _timings(pair[1]))
                     cache.get_or_build(kind, keys[s][0], lambda pair=pair: pair,
                                        dumps=_mlp_dumps, loads=_mlp_loads)
     def one():
         with training_role(kind):
-            return train_mlps_stacked(spec, x, t, x_val, t_val, seeds=[int(seed)],
+            pair = train_mlps_stacked(spec, x, t, x_val, t_val, seeds=[int(seed)],
                                       accelerator=accelerator, **extra)[0]
+        cache.write_meta(kind, k, _timings(pair[1]))
+        return pair
     # a load (a stack of one if the entry went missing)
-    return cache.get_or_build(kind, k, one, dumps=_mlp_dumps, loads=_mlp_loads)
+    pair = cache.get_or_build(kind, k, one, dumps=_mlp_dumps, loads=_mlp_loads)
+    return _with_timings(cache, kind, k, pair)
 
 
 def make_generator(col: Column, gen_cfgs: dict | None, gen_opts: dict | None, cache: Cache,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
+from threadpoolctl import threadpool_limits
 
 from faux.errors import ConfigError, DataError
 
@@ -87,7 +88,10 @@ class ModeEncoder:
                 k = n_distinct
             gmm = GaussianMixture(n_components=k, reg_covar=float(self.reg_covar),
                                   random_state=int(self.seed) + j, n_init=1)
-            with warnings.catch_warnings():
+            # one BLAS / OpenMP thread: k-means' initialisation sums in another order under
+            # two threads than under one (last bits of the mixture), and a cached generator
+            # must not depend on the machine's thread count, which its key does not hold
+            with warnings.catch_warnings(), threadpool_limits(limits=1):
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 gmm.fit(Z[:, j : j + 1])
             # order modes by their mean so block columns are interpretable and stable
