@@ -129,6 +129,23 @@ def test_table1_claims_without_stored_rows_bootstrap_the_runs(md, tmp_path):
     assert data["claims"]["C1"]["columns"]["Synthetic-1"]["state"] == "undecided"  # no LIC-UB
 
 
+def test_a_memoised_rerun_finds_the_scores_where_they_were_written(tmp_path):
+    """A reused job's folder holds only result.json; its scores are read from the folder of
+    the job that computed them (``scores_path``)."""
+    from pathlib import Path
+
+    from faux.reports import table1_intervals as T
+
+    jobs = _table1_jobs(tmp_path / "first", {"faux": 2.0, "faux_ng": 2.0})
+    for j in jobs:
+        j["metrics"]["scores_path"] = str(Path(j["_dir"]) / j["metrics"]["scores_file"])
+        j["_dir"] = str(tmp_path / "rerun")                  # no scores.npz there
+    assert T.build(jobs, b=50)["bootstrap"]["resampled"]["Synthetic-1"] == ["rows", "runs"]
+    for j in jobs:
+        j["metrics"]["scores_path"] = str(tmp_path / "deleted.npz")
+    assert T.build(jobs, b=50)["bootstrap"]["resampled"]["Synthetic-1"] == ["runs"]
+
+
 def test_table1_claims_need_the_intervals_file(md, tmp_path):
     pd.DataFrame([{"column": "Synthetic-1", "method": "fta", "ap_mean": 0.3}]).to_csv(
         tmp_path / "table1.csv", index=False)

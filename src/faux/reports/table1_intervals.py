@@ -61,13 +61,18 @@ assert set(CLAIM_STATS) == set(CLAIMS)
 
 
 def job_scores(res: dict) -> dict | None:
-    """``{"labels", "scores", "seeds"}`` from the job's ``scores.npz`` (None when it stored
-    none: a job of an earlier version)."""
-    name = (res.get("metrics") or {}).get("scores_file")
-    folder = res.get("_dir")
-    if not name or folder is None or not (Path(folder) / name).is_file():
+    """``{"labels", "scores", "seeds"}`` from the job's ``scores.npz``: in its folder, else
+    where the job that computed the result wrote it (``scores_path``: a memoised rerun's
+    folder holds only result.json); None when neither exists (a job of an earlier version,
+    or a deleted sweep)."""
+    m = res.get("metrics") or {}
+    paths = [Path(res["_dir"]) / m["scores_file"]] if m.get("scores_file") and res.get("_dir") \
+        else []
+    paths += [Path(m["scores_path"])] if m.get("scores_path") else []
+    path = next((p for p in paths if p.is_file()), None)
+    if path is None:
         return None
-    with np.load(Path(folder) / name) as z:
+    with np.load(path) as z:
         return {"labels": z["labels"].astype(np.int64), "scores": z["scores"],
                 "seeds": z["seeds"].tolist()}
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from faux.errors import ConfigError
 from faux.harness.machine import machine
@@ -128,7 +129,11 @@ def run(s: Settings, out_dir, log) -> dict:
         "phase_s": phase.seconds,
         "aux_s_runs": [aux_s.get(int(sd), 0.0) for sd in seeds] if aux_s else [],
         "peak_rss_mb": peak_rss_mb(), "peak_rss_scope": rss_scope,
-        "run_seeds": [int(x) for x in seeds], "scores_file": scores_file, "machine": machine(),
+        "run_seeds": [int(x) for x in seeds], "scores_file": scores_file,
+        # where it was written: a memoised rerun of the job (faux.run) copies this result,
+        # not the file, into its own folder, and finds the scores there
+        "scores_path": str((Path(out_dir) / scores_file).resolve()) if scores_file else None,
+        "machine": machine(),
     }
 
 
@@ -142,7 +147,6 @@ def save_scores(out_dir, labels, runs, seeds) -> str | None:
     folder). About 4 bytes per row and run: 24 KB for the quick profile's 3 x 2,000."""
     import os
     import tempfile
-    from pathlib import Path
 
     import numpy as np
 
