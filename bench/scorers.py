@@ -1,6 +1,7 @@
 """Cost of the gradient scorers, one ``name: value`` line per figure.
 
-    python bench/scorers.py [--rows 1000000] [--ig-rows 2000] [--repeats 3] [--threads 1]
+    python bench/scorers.py [--rows 1000000] [--ig-rows 2000] [--path-rows 200000]
+                            [--repeats 3] [--threads 1] [--only faux_path]
 
 Runs single-threaded by default: the project scores in 1-thread workers (two 1-thread jobs
 beat one 2-thread job on this hardware), and ratios are steadier on a shared machine.
@@ -13,6 +14,10 @@ beat one 2-thread job on this hardware), and ratios are steadier on a shared mac
 - ``faux_ig_speedup_over_captum_default``: captum ``IntegratedGradients`` with default
   settings (50 steps, Gauss-Legendre) on the target's probability and the aux's logit,
   divided by our ``faux_ig`` (50 steps, both models, including the eq. 9 step). Goal >= 10.
+- ``faux_path_over_faux``: time of fAux path (``faux.methods.path.path_effect``, default K = 8,
+  binary aux, no support box) over ``faux.score("faux")`` on the same ``--path-rows`` rows and
+  models. K aux gradient passes plus two target calls against one pass per model: goal
+  <= K + 1.
 - ``lightning_epoch_over_plain_loop``: one epoch through ``faux.models.training.fit`` over a
   plain PyTorch loop (``bench/training.py``).
 
@@ -59,12 +64,35 @@ def bare_passes(models, x: torch.Tensor, chunk: int | None) -> None:
             torch.autograd.grad(m(xc).sum(), xc)
 
 
+def faux_path_over_faux(tar: nn.Module, aux: nn.Module, x: torch.Tensor, repeats: int) -> None:
+    """fAux path with its default options over fAux, interleaved rounds, best of each."""
+    from faux.methods.options import PathOptions
+    from faux.methods.path import path_effect
+
+    steps = PathOptions().steps
+    jobs = {"faux": lambda: faux.score("faux", tar, aux, x),
+            "faux_path": lambda: path_effect(tar, aux, x, steps=steps)}
+    for fn in jobs.values():
+        fn()                                   # warm-up
+    best = dict.fromkeys(jobs, float("inf"))
+    for _ in range(repeats):
+        for name, fn in jobs.items():
+            best[name] = min(best[name], best_of(fn, 1))
+    print(f"path_rows: {x.shape[0]}")
+    print(f"faux_path_steps: {steps}")
+    print(f"faux_path_s: {best['faux_path']:.4f}")
+    print(f"faux_path_over_faux: {best['faux_path'] / best['faux']:.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--ig-rows", type=int, default=2_000)
+    ap.add_argument("--path-rows", type=int, default=200_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    ap.add_argument("--only", choices=("faux_path",), default=None,
+                    help="run one piece of the bench only")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -72,6 +100,9 @@ def main() -> None:
     x = torch.randn(args.rows, D, generator=torch.Generator().manual_seed(2))
     print(f"rows: {args.rows}")
     print(f"threads: {torch.get_num_threads()}")
+    if args.only == "faux_path":
+        faux_path_over_faux(tar, aux, x[:args.path_rows], args.repeats)
+        return
 
     bare_passes((tar, aux), x[:1000], None)  # warm-up
     for method in ("faux", "faux_ng"):
@@ -111,6 +142,8 @@ def main() -> None:
     print(f"faux_ig_s: {t_ours:.4f}")
     print(f"captum_ig_default_s: {t_captum:.4f}")
     print(f"faux_ig_speedup_over_captum_default: {t_captum / t_ours:.2f}")
+
+    faux_path_over_faux(tar, aux, x[:args.path_rows], args.repeats)
 
     # ---- lightning_epoch_over_plain_loop (bench/training.py)
     with warnings.catch_warnings():

@@ -30,7 +30,8 @@ from faux.studies.real import (
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the methods the real-data study runs: every registered one but LIC-UB (needs dx/dc)
-METHODS = ("fta", "fta_lin", "unfair_map", "fliptest", "faux", "faux_ng", "faux_ig")
+METHODS = ("fta", "fta_lin", "unfair_map", "fliptest", "faux", "faux_ng", "faux_ig",
+           "faux_path")
 TINY = RealSettings(max_train_rows=300, n_score=60, max_epochs=2, patience=2, gan_steps=4,
                     variants={"faux_ng_feature": {"method": "faux_ng", "ng": "feature"}},
                     report_variants={"faux_ig_mean": {"method": "faux_ig",

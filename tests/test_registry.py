@@ -158,7 +158,7 @@ def test_toy_method_runs_everywhere_and_shows_in_every_report(toy, tmp_path):
     job = tmp_path / "f5"
     job.mkdir()
     m5 = fig5.run(s, job, lambda line: None)
-    assert set(m5["ap"]) == {"faux", "faux_ng", "faux_ig", "toy"}
+    assert set(m5["ap"]) == {"faux", "faux_ng", "faux_ig", "faux_path", "toy"}
     with np.load(job / "records.npz") as z:
         assert z["toy"].shape == (m5["n_test"],)
     build_fig5(Sweep([_result("fig5_cell", m5, job)]), tmp_path / "r", tmp_path / "f")

@@ -156,7 +156,7 @@ def test_tiny_parallel_sweep_trains_each_cvae_once_resumes_and_aggregates(tmp_pa
                                                                 m["aux_accuracy"])
             assert (z["target_grad_norm"] >= 0).all() and np.isfinite(z["faux_ig"]).all()
             assert np.isclose(z["label"].mean(), m["positive_rate"])
-        assert set(m["ap"]) == {"faux", "faux_ng", "faux_ig"}
+        assert set(m["ap"]) == {"faux", "faux_ng", "faux_ig", "faux_path"}
     before = [p.stat().st_mtime_ns for p in results]
     r = _run(*args, "hydra/launcher=basic", env=env)    # resume: every job is found finished
     assert r.returncode == 0, r.stderr[-3000:]

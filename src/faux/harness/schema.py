@@ -70,6 +70,7 @@ class Synthetic:
     options: dict[str, Any] = MISSING
     generators: dict[str, Any] = MISSING
     unfair_map: dict[str, Any] = MISSING
+    faux_path: dict[str, Any] = MISSING
     aux_trainer: str = MISSING
 
 

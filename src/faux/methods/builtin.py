@@ -1,7 +1,8 @@
 """The eight fairness tests of the paper, one class each (name, label, paper row, needs,
 options, audit settings as class attributes; :class:`faux.methods.protocol.Base`), over
 thin adapters to the scorers (``gradients``, ``lic_ub``, ``fta_lin``, ``unfair_map``,
-``fliptest``). ``registry`` registers them."""
+``fliptest``), and the extensions beyond the paper's table (fAux path, ``path``: A.12's
+successive first-order steps). ``registry`` registers them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from faux.methods.options import LicUBOptions, ScoreOptions
+from faux.methods.options import LicUBOptions, PathOptions, ScoreOptions
 from faux.methods.protocol import Base, Batch, MethodConfig, TrainData
 
 if TYPE_CHECKING:       # torch is imported where a method runs, not when the registry loads
@@ -199,3 +200,56 @@ class LicUBMethod(LicUB):
 #: the paper's tests, in the order of its Table 1
 PAPER = (FTAMethod, FTALinMethod, UnfairMapMethod, FlipTestMethod, FAuxMethod, FAuxNGMethod,
          FAuxIGMethod, LicUBMethod)
+
+
+class FAuxPathMethod(Base):
+    """fAux path (``faux.methods.path``): the target's change along K first-order steps of
+    the aux inverse to the counterfactual c, ranked by ``|effect|``. Options:
+    :class:`~faux.methods.options.PathOptions` (``MethodConfig.params[name]``); the support
+    box is the training rows' when ``fit`` gets them. Not a row of the paper's Table 1 (its
+    remedy of A.12's limitation): ``paper_row`` None puts it after the paper's rows."""
+
+    name, label, short, paper_section = "faux_path", "fAux path", "path", "A.12"
+    needs = frozenset({"target", "aux"})
+    own_params = True
+
+    def __init__(self, config: MethodConfig | None = None):
+        super().__init__(config)
+        self.options = PathOptions.of(self.config.of(self.name))
+        from faux.methods.path import check_steps  # a bad K fails when the test is built
+
+        check_steps(self.options.steps)
+        self.aux = self.box = self.last = None
+        self.sd = self.options.sd
+
+    def fit(self, data: TrainData, seed: int) -> FAuxPathMethod:
+        from faux.methods.path import support_box
+
+        out = copy.copy(self)
+        out.aux, ainfo = data.aux(seed)
+        out.info = {"aux_accuracy": ainfo["accuracy"], "aux_params": ainfo["n_params"]}
+        if data.x is not None:
+            out.box = support_box(data.x, self.options.margin)
+        if self.options.aux_kind == "regression" and out.sd is None and data.c is not None:
+            import torch
+
+            out.sd = float(torch.as_tensor(data.c).double().std())
+        return out
+
+    def score(self, target, batch: Batch) -> torch.Tensor:
+        """``|f_tar(x_K) - f_tar(x_0)|`` per row; the full result (signed effects, end points,
+        flags) is kept as ``last``, the flagged rows' counts in ``info``."""
+        from faux.methods.path import path_effect
+
+        p, o = self.options, self.config.options
+        res = path_effect(target, self.aux, batch.x, steps=p.steps, output=p.output or o.output,
+                          aux_kind=p.aux_kind, sd=self.sd, support=self.box,
+                          batch_size=o.batch_size)
+        self.last = res
+        self.info.update(path_outside_rows=int(res.outside.sum()),
+                         path_stuck_rows=int(res.stuck.sum()))
+        return res.effect.abs()
+
+
+#: tests beyond the paper's Table 1, registered after its rows
+EXTENSIONS = (FAuxPathMethod,)

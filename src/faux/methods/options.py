@@ -79,3 +79,25 @@ class LicUBOptions:
     @classmethod
     def of(cls, options: LicUBOptions | dict | None = None, /, **overrides) -> LicUBOptions:
         return _merge(cls, options, overrides, "LIC-UB")
+
+
+@dataclass(frozen=True)
+class PathOptions:
+    """fAux path's options (``faux.methods.path``; ``MethodConfig.params["faux_path"]``):
+    ``steps`` (K first-order steps of the aux inverse, >= 1), ``output`` (the target's output
+    compared, "prob"|"logit"; None: the gradient tests' ``ScoreOptions.output``), ``margin``
+    (the support box of the training rows is widened by ``margin`` times each feature's
+    range), ``aux_kind`` ("logit": one binary logit per aux output column, moved to its
+    mirror; "softmax": one k-class c, a logit per class, the margin to each other class
+    mirrored; "regression": a continuous c, moved by +-``sd``) and ``sd`` (the step of a
+    regression aux; None: the standard deviation of the training c)."""
+
+    steps: int = 8
+    output: str | None = None
+    margin: float = 0.1
+    aux_kind: str = "logit"
+    sd: float | None = None
+
+    @classmethod
+    def of(cls, options: PathOptions | dict | None = None, /, **overrides) -> PathOptions:
+        return _merge(cls, options, overrides, "fAux path")

@@ -111,7 +111,7 @@ def check_names(values: Iterable[str], what: str = "method list") -> list[str]:
 
 
 # --------------------------------------------------------------------------- the table
-for _method in builtin.PAPER:
+for _method in (*builtin.PAPER, *builtin.EXTENSIONS):
     register(_method)
 
 #: the readings study's tests: every registered test that needs no GAN, but Unfair Map
