@@ -121,12 +121,18 @@ def test_cli_writes_the_table_and_json(tmp_path, monkeypatch, capsys):
     assert "CVAE search, backache" in text and "Table 2's model score: 0.545" in text
     res = json.loads(out.read_text())
     assert len(res["rows"]) == 2 and res["budget"] == "quick" and res["wall_s"] > 0
+    assert res["complete"] and res["argv"][:2] == ["--dataset", "backache"]
+    # --max-steps caps every candidate
+    assert tuning.main(["--dataset", "backache", "--n", "500", "--max-steps", "10", "--out",
+                        str(out)]) == 0
+    assert {r["candidate"]["max_steps"] for r in json.loads(out.read_text())["rows"]} == {10}
 
 
 @pytest.mark.parametrize("argv,msg", [
     (["--dataset", "nope"], "unknown dataset 'nope'"),
     (["--dataset", "magic", "--budget", "huge"], "invalid choice: 'huge'"),
     (["--dataset", "magic", "--n", "10"], "--n must be >= 100"),
+    (["--dataset", "magic", "--max-steps", "0"], "max_steps=0 is outside"),
     ([], "--dataset"),
 ])
 def test_cli_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, argv, msg):
