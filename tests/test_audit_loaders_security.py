@@ -224,3 +224,153 @@ def test_symbolic_expressions_allowed_are_plain_sympy(expr, ok):
     from faux.audit.export_file import expression_ok
 
     assert expression_ok(expr) is ok
+
+
+# --------------------------------------------------------------------------- LightGBM
+
+
+@pytest.fixture(scope="module")
+def lgbm_text(tmp_path_factory):
+    """A real LightGBM text model (4 features, 5 trees) and its booster."""
+    import lightgbm as lgb
+
+    X, _ = proxy_world(400)
+    y = (X.x1 + X.proxy > 0.5).astype(int)
+    booster = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 4},
+                        lgb.Dataset(X.values, y), 5)
+    path = tmp_path_factory.mktemp("lgbm") / "model.txt"
+    booster.save_model(path)
+    return path.read_bytes(), booster
+
+
+def _garbled(text: bytes) -> dict[str, bytes]:
+    t = text.decode()
+    end = t.index("end of trees")
+    tree1 = t.index("Tree=1")
+    return {
+        "six bytes": b"tree\n\0",
+        "header only": t[:t.index("Tree=0")].encode(),
+        "cut in a tree": text[:tree1 + 40],
+        "cut before the end marker": text[:end],
+        "cut mid number": text[:t.index("leaf_value=", tree1) + 20],
+        "NUL inside": text[:200] + b"\0" + text[201:],
+        "tree numbering": t.replace("Tree=1\n", "Tree=7\n").encode(),
+        "tree sizes": t.replace("tree_sizes=", "tree_sizes=1").encode(),
+        "split feature out of range": t.replace("split_feature=", "split_feature=99 ", 1)
+        .replace("tree_sizes=", "tree_sizes_=").encode(),
+        "short leaf values": t.replace("leaf_value=", "leaf_value=1 ", 1)
+        .replace("tree_sizes=", "tree_sizes_=").encode(),
+        "not text": b"tree\n" + bytes(range(128, 256)),
+    }
+
+
+def test_garbled_lightgbm_files_are_refused_in_one_line_within_seconds(lgbm_text, tmp_path):
+    """Each garbled file in a child (a hang or an abort fails the test rather than hanging
+    or killing it): a DataError in well under a second, and nothing on the C-level
+    stderr."""
+    text, _ = lgbm_text
+    paths = {}
+    for i, (name, data) in enumerate(_garbled(text).items()):
+        paths[name] = str(tmp_path / f"m{i}.txt")
+        Path(paths[name]).write_bytes(data)
+    proc = _python(f"""
+        import json, time
+        from faux.audit.models import load_model
+        out = {{}}
+        for name, path in {paths!r}.items():
+            t0 = time.monotonic()
+            try:
+                load_model(path, 4)
+                out[name] = ["loaded", 0.0]
+            except Exception as err:
+                out[name] = [type(err).__name__ + ": " + str(err), time.monotonic() - t0]
+        print(json.dumps(out))
+    """, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr == ""  # LightGBM never got to print its own lines
+    out = json.loads(proc.stdout)
+    for name, (msg, seconds) in out.items():
+        assert msg.startswith("DataError: ") and "\n" not in msg, (name, msg)
+        assert "Booster.save_model" in msg, (name, msg)
+        assert seconds < 2, (name, seconds)
+
+
+@pytest.mark.parametrize("change", ["six bytes", "objective"])
+def test_cli_refuses_a_bad_lightgbm_file_with_exactly_one_line(lgbm_text, tmp_path, change):
+    """The CLI in a child with a timeout: exit 2, faux's one line and nothing from
+    LightGBM (the 'objective' file passes the shape check and is rejected by LightGBM
+    itself, whose [Fatal] line stays off the terminal)."""
+    text, _ = lgbm_text
+    data = (b"tree\n\0" if change == "six bytes" else
+            text.replace(b"objective=binary sigmoid:1", b"objective=nonsense"))
+    model = tmp_path / "m.txt"
+    model.write_bytes(data)
+    X, c = proxy_world(200)
+    X.assign(gender=np.array(["f", "m"])[c]).to_csv(tmp_path / "people.csv", index=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "faux.audit.cli", "audit", "--model", str(model), "--data",
+         str(tmp_path / "people.csv"), "--protected", "gender", "--out", str(tmp_path / "out"),
+         "--no-progress"], env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("faux audit: error: ") and "m.txt" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_well_formed_lightgbm_files_still_load_and_predict_alike(lgbm_text, tmp_path):
+    import lightgbm as lgb
+
+    text, booster = lgbm_text
+    X, c = proxy_world(300, seed=1)
+    lin = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 3,
+                     "linear_tree": True}, lgb.Dataset(X.values, c), 3)
+    lin.save_model(tmp_path / "linear.txt")
+    (tmp_path / "crlf.txt").write_bytes(text.replace(b"\n", b"\r\n"))
+    (tmp_path / "plain.txt").write_bytes(text)
+    for name, ref in [("plain.txt", booster), ("crlf.txt", booster), ("linear.txt", lin)]:
+        tm = load_model(tmp_path / name, 4)
+        assert tm.loader == "lightgbm"
+        np.testing.assert_allclose(tm.proba(X.values), ref.predict(X.values), rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- TorchScript
+
+
+class _Writes(torch.nn.Module):
+    def __init__(self, marker: str):
+        super().__init__()
+        self.marker = marker
+
+    def forward(self, x):
+        torch.save(x, self.marker)
+        return x[:, 0]
+
+
+def test_torchscript_that_writes_files_is_refused_and_writes_nothing(tmp_path):
+    marker = tmp_path / "written"
+    path = tmp_path / "w.pt"
+    torch.jit.save(torch.jit.script(_Writes(str(marker))), path)
+    torch.jit.load(path)(torch.zeros(2, 4))  # control: the file's code does write
+    assert marker.exists()
+    marker.unlink()
+    with pytest.raises(ConfigError, match="--trust-pickle") as err:
+        load_model(path, 4)
+    assert "\n" not in str(err.value) and "save" in str(err.value)
+    assert not marker.exists()
+
+
+def test_forged_torchscript_with_a_python_pickle_runs_nothing(tmp_path):
+    """A torch.save pickle whose unpickling runs os.system, dressed as TorchScript (a code/
+    entry): TorchScript's unpickler cannot name a Python function, so it fails."""
+    marker = tmp_path / "pwned"
+    blob = _torch_pickle(Boom(marker))
+    src = tmp_path / "plain.pt"
+    src.write_bytes(blob)
+    forged = _rewrite(src, tmp_path / "forged.pt", lambda n, d: d,
+                      {"code/__torch__.py": b"class M(Module):\n  pass\n"})
+    with pytest.raises(DataError, match="cannot load the model") as err:
+        load_model(forged, 4)
+    assert "\n" not in str(err.value)
+    assert not marker.exists()
+    torch.load(src, weights_only=False)  # control: the pickle is live
+    assert marker.exists()

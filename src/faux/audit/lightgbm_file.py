@@ -177,8 +177,6 @@ def _quiet_stderr():
 def load_booster(path) -> object:
     """A ``lightgbm.Booster`` of the checked text model at ``path``; ``DataError`` (one
     line) for anything malformed or anything LightGBM then rejects."""
-    import lightgbm
-
     with open(path, "rb") as f:
         data = f.read()
     try:
@@ -186,9 +184,11 @@ def load_booster(path) -> object:
     except Malformed as err:
         raise DataError(f"{os.path.basename(path)} is not a well-formed LightGBM model file: "
                         f"{err}; save it again with Booster.save_model") from err
+    import lightgbm
+
     try:
         with _quiet_stderr():
-            return lightgbm.Booster(model_str=text, params={"verbosity": -1})
+            return lightgbm.Booster(model_str=text)
     except Exception as err:
         msg = " ".join(str(err).split())[:160]
         raise DataError(f"LightGBM cannot read {os.path.basename(path)} ({msg}); save it "

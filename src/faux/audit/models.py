@@ -373,6 +373,19 @@ def _load_export(path: Path, d: int | None, trust_pickle: bool = False,
     return from_torch(module, f"torch.export program {path.name}", d)
 
 
+def _read_torchscript(path: Path, trust: bool, sha: str):
+    """TorchScript whose code touches files by name only with ``--trust-pickle``
+    (``faux.audit.torchscript_file``)."""
+    from faux.audit.torchscript_file import load_checked
+
+    def warn(what):
+        print(f"faux audit: warning: the TorchScript {os.path.abspath(path)} (sha256 {sha}) "
+              f"reads or writes files by name ({what}); trusted by --trust-pickle",
+              file=sys.stderr)
+
+    return load_checked(path.read_bytes(), path.name, trust, warn)
+
+
 def _refuse_pickle(path: Path) -> None:
     raise ConfigError(f"{path.name} is a pickle: loading it runs code from the file. Save the "
                       "model with skops (skops.io.dump), ONNX, TorchScript or torch.export, or "
@@ -525,7 +538,7 @@ def _load_by_format(path: Path, d, *, trust_pickle, trusted_types, sha,
         if any(n.endswith("models/model.json") for n in names):
             return _loaded_by(_load_export(path, d, trust_pickle, sha), "torch.export")
         if any("/code/" in n for n in names):
-            return _loaded_by(from_torch(torch.jit.load(str(path), map_location="cpu"),
+            return _loaded_by(from_torch(_read_torchscript(path, trust_pickle, sha),
                                          f"TorchScript {path.name}", d), "torch.jit")
         if _is_lightgbm_text(path):
             from faux.audit.lightgbm_file import load_booster
