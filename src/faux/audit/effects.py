@@ -1,0 +1,355 @@
+"""Counterfactual effects: how much a row's predicted probability changes when its protected
+attribute, and what the aux model reads it from, take another group's values.
+
+The counterfactual of a row is reached by successive first-order steps along the aux's
+minimum-norm inverse (eq. 23 applied K times, the paper's "successive first order
+expansions"), in standardised feature units, until the aux's output has moved by the
+difference that separates the groups on average:
+
+- binary c: the aux's logit moves by ``gap = mean(a | c=1) - mean(a | c=0)`` (measured on the
+  sample), down for a row of group 1 and up for a row of group 0. In a world where the
+  features are ``proxy = s c + noise``, moving the logit by the gap moves the proxy by exactly
+  ``s``: the row's own noise is held fixed, as a counterfactual holds it (mirroring the logit
+  instead reflects the noise and flags several times more wrong rows; docs/audit.md);
+- categorical c (k one-vs-rest logits): towards each other level j, the margin
+  ``a_j - a_own`` moves by its average difference between the two groups; the effect is the
+  largest over j;
+- continuous c (the aux predicts standardised c): the prediction moves by the slope of the
+  aux's output on c times one standard deviation, up and down; the effect is the larger.
+
+Categorical features (one-hot blocks, and 0/1 columns) are never moved fractionally: before
+the continuous path each block may swap to the level that moves the aux furthest towards the
+other group (greedily, the largest move first, until the aux has moved far enough), and the
+continuous features then cover what is left. A row whose continuous path leaves the sample's
+per-feature range widened by ``margin`` of that range on each side is marked ``off_support``
+(not clipped); a row the aux cannot move (no continuous gradient, no helpful swap) is marked
+``unreachable``.
+
+The model under test is only called, at each row and at its counterfactual: two calls per row
+and aux model, whatever the model (black boxes included).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from faux.errors import ConfigError
+
+#: first-order steps of the path (the path converges as K grows; docs/audit.md)
+STEPS = 8
+#: the support's widening, as a share of each feature's range in the sample
+SUPPORT_MARGIN = 0.1
+ONE_HOT_SEPARATORS = ("_", "=")
+
+
+@dataclass(frozen=True)
+class Block:
+    """A categorical feature in the model's input: its columns (one per level; a single 0/1
+    column has the levels "0" and "1") and the level names."""
+
+    name: str
+    columns: tuple[int, ...]
+    levels: tuple[str, ...]
+
+    @property
+    def single(self) -> bool:
+        return len(self.columns) == 1
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which input columns are categorical (blocks) and which continuous."""
+
+    n_features: int
+    blocks: tuple[Block, ...] = ()
+    continuous: tuple[int, ...] = field(default=())
+
+    @staticmethod
+    def infer(x: np.ndarray, names) -> Layout:
+        """Blocks from the data: columns named ``<feature><sep><level>`` (sep ``_`` or ``=``)
+        holding only 0/1 and summing to exactly 1 on every row form one block; any other
+        column holding only 0 and 1 is a block of its own; the rest are continuous."""
+        x = np.asarray(x)
+        names = [str(n) for n in names]
+        binary = [j for j in range(x.shape[1]) if np.isin(x[:, j], (0.0, 1.0)).all()]
+        blocks, used = [], set()
+        for sep in ONE_HOT_SEPARATORS:
+            groups: dict[str, list[int]] = {}
+            for j in binary:
+                if j not in used and sep in names[j]:
+                    groups.setdefault(names[j].rsplit(sep, 1)[0], []).append(j)
+            for prefix, cols in groups.items():
+                if len(cols) >= 2 and np.all(x[:, cols].sum(axis=1) == 1):
+                    blocks.append(Block(prefix, tuple(cols),
+                                        tuple(names[j].rsplit(sep, 1)[1] for j in cols)))
+                    used.update(cols)
+        for j in binary:
+            if j not in used:
+                blocks.append(Block(names[j], (j,), ("0", "1")))
+                used.add(j)
+        cont = tuple(j for j in range(x.shape[1]) if j not in used)
+        return Layout(x.shape[1], tuple(sorted(blocks, key=lambda b: b.columns[0])), cont)
+
+    def mask(self, device=None) -> torch.Tensor:
+        m = torch.zeros(self.n_features, dtype=torch.bool, device=device)
+        m[list(self.continuous)] = True
+        return m
+
+
+@dataclass(frozen=True)
+class Direction:
+    """How to move one aux output: ``scalar(aux_out)`` -> (n,) the quantity moved, and the
+    signed amount per row."""
+
+    level: int | None      # the other level (categorical), None otherwise
+    shift: torch.Tensor    # (n,) signed change of the scalar
+
+
+def aux_scalar(out: torch.Tensor, own: torch.Tensor | None, level: int | None) -> torch.Tensor:
+    """The scalar the path moves: the logit (binary), the prediction (continuous), or the
+    margin of ``level`` over the row's own level (categorical)."""
+    if out.ndim == 1 or level is None:
+        return out.reshape(out.shape[0], -1)[:, 0]
+    return out[:, level] - out.gather(1, own.reshape(-1, 1))[:, 0]
+
+
+def directions(aux: nn.Module, z: torch.Tensor, c_index: torch.Tensor, kind: str,
+               gaps: dict | None = None) -> list[Direction]:
+    """The counterfactual moves of rows ``z`` with protected levels ``c_index`` (binary 0/1,
+    categorical level index, continuous standardised value). ``gaps``: the group differences
+    measured on the sample (:func:`group_gaps`)."""
+    n = z.shape[0]
+    if kind == "binary":
+        g = float(gaps["gap"])
+        return [Direction(None, torch.where(c_index > 0.5, -g, g).to(z.dtype))]
+    if kind == "continuous":
+        s = float(gaps["slope"])
+        one = torch.ones(n, dtype=z.dtype, device=z.device)
+        return [Direction(None, s * one), Direction(None, -s * one)]
+    out = []
+    margins = torch.as_tensor(gaps["margin"], dtype=z.dtype, device=z.device)  # (k, k)
+    for j in range(margins.shape[0]):
+        shift = margins[j, c_index.long()]          # mean margin gap of j over the own level
+        shift = torch.where(c_index.long() == j, torch.zeros_like(shift), shift)
+        out.append(Direction(j, shift))
+    return out
+
+
+@torch.no_grad()
+def group_gaps(aux: nn.Module, z: torch.Tensor, c_index: np.ndarray, kind: str) -> dict:
+    """The aux's average difference between the groups on the sample: ``gap`` (binary: mean
+    logit of group 1 minus group 0), ``slope`` (continuous: least-squares slope of the
+    prediction on standardised c, i.e. the change per standard deviation), ``margin[j, i]``
+    (categorical: mean of ``a_j - a_i`` over level j's rows minus over level i's rows)."""
+    out = aux(z)
+    c = np.asarray(c_index)
+    if kind == "binary":
+        a = out.reshape(-1).double().cpu().numpy()
+        if not (c == 1).any() or not (c == 0).any():
+            raise ConfigError("the sample holds one group only; the counterfactual needs both")
+        return {"gap": float(a[c == 1].mean() - a[c == 0].mean())}
+    if kind == "continuous":
+        a = out.reshape(-1).double().cpu().numpy()
+        cc = c.astype(np.float64)
+        var = float(np.var(cc))
+        return {"slope": float(np.cov(a, cc, bias=True)[0, 1] / var) if var > 0 else 0.0}
+    a = out.double().cpu().numpy()
+    k = a.shape[1]
+    means = np.stack([a[c == i].mean(axis=0) if (c == i).any() else np.full(k, np.nan)
+                      for i in range(k)])   # means[i, j]: mean a_j over level i's rows
+    margin = np.zeros((k, k))
+    for j in range(k):
+        for i in range(k):
+            # a_j - a_i averaged over level j's rows minus over level i's rows
+            margin[j, i] = ((means[j, j] - means[j, i]) - (means[i, j] - means[i, i]))
+    return {"margin": np.nan_to_num(margin)}
+
+
+def _scalar_of(aux, z, own, level):
+    return aux_scalar(aux(z), own, level)
+
+
+def _swap(z: torch.Tensor, block: Block, level: int, x_mean, x_scale) -> torch.Tensor:
+    """``z`` with ``block`` set to ``level`` (a single 0/1 column: ``level`` is its value)."""
+    z = z.clone()
+    cols = list(block.columns)
+    if block.single:
+        vals = torch.full((z.shape[0], 1), float(level), dtype=z.dtype, device=z.device)
+    else:
+        vals = torch.zeros((z.shape[0], len(cols)), dtype=z.dtype, device=z.device)
+        vals[:, level] = 1.0
+    z[:, cols] = (vals - x_mean[cols]) / x_scale[cols]
+    return z
+
+
+def _current_level(z, block: Block, x_mean, x_scale) -> torch.Tensor:
+    cols = list(block.columns)
+    x = z[:, cols] * x_scale[cols] + x_mean[cols]
+    return x[:, 0].round().long() if block.single else x.argmax(dim=1)
+
+
+@torch.no_grad()
+def _swaps(aux, z, own, level, target, sign, layout, x_mean, x_scale):
+    """Greedy categorical swaps: each round, per row, the swap among the blocks not yet
+    swapped that moves the aux furthest towards ``target`` is applied while the target is
+    not reached. Returns the new rows and (n, n_blocks) new level indices (-1: unchanged)."""
+    n, nb = z.shape[0], len(layout.blocks)
+    z = z.clone()
+    moved = torch.full((n, nb), -1, dtype=torch.long, device=z.device)
+    if nb == 0:
+        return z, moved
+    cur = [_current_level(z, b, x_mean, x_scale) for b in layout.blocks]
+    for _ in range(nb):
+        now = _scalar_of(aux, z, own, level)
+        todo = sign * (target - now) > 0
+        if not bool(todo.any()):
+            break
+        best_gain = torch.zeros(n, dtype=z.dtype, device=z.device)
+        best_b = torch.full((n,), -1, dtype=torch.long, device=z.device)
+        best_l = torch.full((n,), -1, dtype=torch.long, device=z.device)
+        for bi, block in enumerate(layout.blocks):
+            free = moved[:, bi] < 0
+            for li in range(len(block.levels) if not block.single else 2):
+                gain = sign * (_scalar_of(aux, _swap(z, block, li, x_mean, x_scale), own, level)
+                               - now)
+                ok = free & todo & (cur[bi] != li) & (gain > best_gain)
+                best_gain = torch.where(ok, gain, best_gain)
+                best_b = torch.where(ok, torch.full_like(best_b, bi), best_b)
+                best_l = torch.where(ok, torch.full_like(best_l, li), best_l)
+        if not bool((best_b >= 0).any()):
+            break
+        for bi, block in enumerate(layout.blocks):
+            rows = best_b == bi
+            if not bool(rows.any()):
+                continue
+            for li in torch.unique(best_l[rows]).tolist():
+                r = rows & (best_l == li)
+                z[r] = _swap(z[r], block, li, x_mean, x_scale)
+                moved[r, bi] = li
+    return z, moved
+
+
+def _path(aux, z, own, level, target, steps, mask):
+    """K first-order steps of the continuous features towards ``target``; the rows whose
+    continuous aux gradient vanishes stay (returned as ``stuck``)."""
+    stuck = torch.zeros(z.shape[0], dtype=torch.bool, device=z.device)
+    with torch.no_grad():
+        start = _scalar_of(aux, z, own, level)
+    step = (target - start) / steps
+    for _ in range(steps):
+        with torch.enable_grad():
+            zz = z.detach().requires_grad_(True)
+            (g,) = torch.autograd.grad(_scalar_of(aux, zz, own, level).sum(), zz)
+        g = torch.where(mask, g, torch.zeros_like(g))
+        nn2 = (g * g).sum(dim=1)
+        ok = nn2 > 1e-12
+        stuck |= ~ok & (step != 0)
+        z = z.detach() + torch.where(ok, step / torch.where(ok, nn2, 1.0), 0.0)[:, None] * g
+    return z.detach(), stuck
+
+
+@dataclass
+class Counterfactual:
+    """One aux model's counterfactual of a batch: the rows in standardised units, the new level
+    of each categorical block (-1 unchanged), and the rows' flags."""
+
+    z: torch.Tensor
+    moved: torch.Tensor
+    off_support: torch.Tensor
+    unreachable: torch.Tensor
+
+
+def counterfactual(aux: nn.Module, z: torch.Tensor, c_index: torch.Tensor, kind: str,
+                   gaps: dict, layout: Layout, x_mean, x_scale, *, steps: int = STEPS,
+                   lo=None, hi=None, direction: Direction | None = None) -> Counterfactual:
+    """The counterfactual of rows ``z`` along one direction (the first of
+    :func:`directions` unless given). ``lo``/``hi``: the support box of the continuous
+    features in standardised units (None: no support check)."""
+    if int(steps) < 1:
+        raise ConfigError(f"the counterfactual path needs at least 1 step, got {steps}")
+    d = direction if direction is not None else directions(aux, z, c_index, kind, gaps)[0]
+    own = c_index.long() if kind == "categorical" else None
+    xm = torch.as_tensor(x_mean, dtype=z.dtype, device=z.device)
+    xs = torch.as_tensor(x_scale, dtype=z.dtype, device=z.device)
+    with torch.no_grad():
+        start = _scalar_of(aux, z, own, d.level)
+    target = start + d.shift
+    sign = torch.sign(d.shift)
+    z1, moved = _swaps(aux, z, own, d.level, target, sign, layout, xm, xs)
+    with torch.no_grad():
+        now = _scalar_of(aux, z1, own, d.level)
+    left = torch.where(sign * (target - now) > 0, target, now)   # never walk back
+    mask = layout.mask(z.device)
+    z2, stuck = _path(aux, z1, own, d.level, left, int(steps), mask) if mask.any() else (
+        z1, sign * (target - now) > 0)
+    off = torch.zeros(z.shape[0], dtype=torch.bool, device=z.device)
+    if lo is not None and mask.any():
+        lo_t = torch.as_tensor(lo, dtype=z.dtype, device=z.device)
+        hi_t = torch.as_tensor(hi, dtype=z.dtype, device=z.device)
+        out = ((z2 < lo_t) | (z2 > hi_t)) & mask
+        off = out.any(dim=1)
+    return Counterfactual(z2, moved, off, stuck & (d.shift != 0))
+
+
+def support_box(z_sample: np.ndarray, margin: float = SUPPORT_MARGIN):
+    """Per-feature [min, max] of the sample in standardised units, widened by ``margin`` of
+    the range on each side."""
+    lo, hi = z_sample.min(axis=0), z_sample.max(axis=0)
+    w = (hi - lo) * float(margin)
+    return lo - w, hi + w
+
+
+def effects(proba, auxes, gaps, z: torch.Tensor, c_index: torch.Tensor, kind: str,
+            layout: Layout, x_mean, x_scale, *, steps: int = STEPS, lo=None, hi=None) -> dict:
+    """The model's probability at rows ``z`` and at their counterfactual under each aux model.
+
+    ``proba``: raw rows (numpy (m, d)) -> probability (m,), called once for the rows and their
+    counterfactuals together. ``auxes``/``gaps``: the aux models and their
+    :func:`group_gaps`. Returns ``p`` (n,), ``p_cf`` (S, n) (for several directions, the one
+    with the largest change), and from the first aux: ``z_cf``, ``moved`` (n, blocks),
+    ``level`` (the other level chosen, categorical), ``off_support``, ``unreachable``.
+    """
+    xm = np.asarray(x_mean, dtype=np.float64)
+    xs = np.asarray(x_scale, dtype=np.float64)
+    n = z.shape[0]
+    cfs = []
+    for aux, gap in zip(auxes, gaps, strict=True):
+        cfs.append([counterfactual(aux, z, c_index, kind, gap, layout, xm, xs, steps=steps,
+                                   lo=lo, hi=hi, direction=d)
+                    for d in directions(aux, z, c_index, kind, gap)])
+    rows = [z.double().cpu().numpy()] + [cf.z.double().cpu().numpy()
+                                         for per in cfs for cf in per]
+    f = np.asarray(proba(np.concatenate(rows) * xs + xm), dtype=np.float64).reshape(-1)
+    p = f[:n]
+    f_cf = f[n:].reshape(len(auxes), -1, n)                 # (S, directions, n)
+    pick = np.abs(f_cf - p).argmax(axis=1)                  # (S, n)
+    p_cf = np.take_along_axis(f_cf, pick[:, None, :], axis=1)[:, 0]
+    first = cfs[0]
+    j0 = pick[0]
+    take = lambda attr: torch.stack([getattr(cf, attr) for cf in first])[  # noqa: E731
+        torch.as_tensor(j0), torch.arange(n)]
+    return {"p": p, "p_cf": p_cf, "z_cf": take("z").double().cpu().numpy(),
+            "moved": take("moved").cpu().numpy(),
+            "level": j0 if kind == "categorical" else None,
+            "off_support": take("off_support").cpu().numpy(),
+            "unreachable": take("unreachable").cpu().numpy()}
+
+
+def verdict(p: np.ndarray, p_cf: np.ndarray, threshold: float = 0.5,
+            materiality: float | None = None) -> dict:
+    """Per row: the effect (median over the aux models of ``p_cf - p``) with its range over
+    them, and ``flagged``: the decision at ``threshold`` changes under every aux model, or,
+    with ``materiality`` δ, ``|p_cf - p| >= δ`` under every aux model with one sign."""
+    dp = np.asarray(p_cf, dtype=np.float64) - np.asarray(p, dtype=np.float64)[None]
+    if materiality is None:
+        changes = (p_cf >= threshold) != (p >= threshold)[None]
+        flagged = changes.all(axis=0)
+    else:
+        same = (np.sign(dp) == np.sign(dp[:1])).all(axis=0)
+        flagged = (np.abs(dp) >= float(materiality)).all(axis=0) & same
+    return {"effect": np.median(dp, axis=0), "effect_lo": dp.min(axis=0),
+            "effect_hi": dp.max(axis=0), "flagged": flagged}
