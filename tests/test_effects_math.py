@@ -86,9 +86,9 @@ def test_layout_infers_one_hot_blocks_single_flags_and_continuous_columns():
     lay = E.Layout.infer(x, names)
     by = {b.name: b for b in lay.blocks}
     assert by["rel"].columns == (0, 1, 2) and by["rel"].levels == ("Husband", "Wife", "Other")
-    assert by["smoker"].single and by["smoker"].levels == ("0", "1")
+    assert by["smoker"].columns == (3,) and by["smoker"].levels == ("0", "1")
     # a_x, a_y are 0/1 with a common prefix but do not sum to 1 on every row: two singles
-    assert by["a_x"].single and by["a_y"].single
+    assert by["a_x"].columns == (5,) and by["a_y"].columns == (6,)
     assert lay.continuous == (4,)
 
 

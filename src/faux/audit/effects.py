@@ -48,16 +48,25 @@ ONE_HOT_SEPARATORS = ("_", "=")
 
 @dataclass(frozen=True)
 class Block:
-    """A categorical feature in the model's input: its columns (one per level; a single 0/1
-    column has the levels "0" and "1") and the level names."""
+    """A categorical feature in the model's input: its columns, its level names, and each
+    level's values in those columns (``codes[i]``: one-hot rows, a one-hot row of zeros for
+    a dropped level, ``(0,)``/``(1,)`` for a 0/1 column, ``(i,)`` for an ordinal code)."""
 
     name: str
     columns: tuple[int, ...]
     levels: tuple[str, ...]
+    codes: tuple[tuple[float, ...], ...] = ()
 
-    @property
-    def single(self) -> bool:
-        return len(self.columns) == 1
+    def __post_init__(self):
+        if not self.codes:
+            k = len(self.columns)
+            codes = ((0.0,), (1.0,)) if k == 1 else tuple(
+                tuple(float(i == j) for j in range(k)) for i in range(k))
+            object.__setattr__(self, "codes", codes)
+        if len(self.codes) != len(self.levels) or any(len(v) != len(self.columns)
+                                                      for v in self.codes):
+            raise ConfigError(f"categorical feature {self.name!r}: one code per level, each "
+                              "with one value per column")
 
 
 @dataclass(frozen=True)
@@ -174,22 +183,20 @@ def _scalar_of(aux, z, own, level):
 
 
 def _swap(z: torch.Tensor, block: Block, level: int, x_mean, x_scale) -> torch.Tensor:
-    """``z`` with ``block`` set to ``level`` (a single 0/1 column: ``level`` is its value)."""
+    """``z`` with ``block`` set to its ``level``."""
     z = z.clone()
     cols = list(block.columns)
-    if block.single:
-        vals = torch.full((z.shape[0], 1), float(level), dtype=z.dtype, device=z.device)
-    else:
-        vals = torch.zeros((z.shape[0], len(cols)), dtype=z.dtype, device=z.device)
-        vals[:, level] = 1.0
-    z[:, cols] = (vals - x_mean[cols]) / x_scale[cols]
+    vals = torch.as_tensor(block.codes[level], dtype=z.dtype, device=z.device)
+    z[:, cols] = ((vals - x_mean[cols]) / x_scale[cols]).expand(z.shape[0], -1)
     return z
 
 
 def _current_level(z, block: Block, x_mean, x_scale) -> torch.Tensor:
+    """Each row's level of ``block``: the nearest code."""
     cols = list(block.columns)
     x = z[:, cols] * x_scale[cols] + x_mean[cols]
-    return x[:, 0].round().long() if block.single else x.argmax(dim=1)
+    codes = torch.as_tensor(block.codes, dtype=z.dtype, device=z.device)
+    return torch.cdist(x, codes).argmin(dim=1)
 
 
 @torch.no_grad()
@@ -213,7 +220,7 @@ def _swaps(aux, z, own, level, target, sign, layout, x_mean, x_scale):
         best_l = torch.full((n,), -1, dtype=torch.long, device=z.device)
         for bi, block in enumerate(layout.blocks):
             free = moved[:, bi] < 0
-            for li in range(len(block.levels) if not block.single else 2):
+            for li in range(len(block.levels)):
                 gain = sign * (_scalar_of(aux, _swap(z, block, li, x_mean, x_scale), own, level)
                                - now)
                 ok = free & todo & (cur[bi] != li) & (gain > best_gain)
