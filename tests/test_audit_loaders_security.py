@@ -374,3 +374,46 @@ def test_forged_torchscript_with_a_python_pickle_runs_nothing(tmp_path):
     assert not marker.exists()
     torch.load(src, weights_only=False)  # control: the pickle is live
     assert marker.exists()
+
+
+# --------------------------------------------------------------------------- ONNX
+
+
+def _onnx_file(folder: Path, location=None, domain=None) -> Path:
+    """A one-node ONNX graph; its weight stored as external data at ``location``, or its
+    node an operator of the custom ``domain``."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 1], vals=np.zeros(4, np.float32))
+    if location:
+        w.ClearField("float_data")
+        w.data_location = TensorProto.EXTERNAL
+        for k, v in (("location", location), ("length", "16")):
+            e = w.external_data.add()
+            e.key, e.value = k, v
+    node = helper.make_node("Evil" if domain else "MatMul", ["x", "w"], ["prob"],
+                            domain=domain or "")
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 4])],
+        [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [None, 1])], [w])
+    ops = [helper.make_opsetid("", 17)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    path = folder / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=ops), path)
+    return path
+
+
+@pytest.mark.parametrize("case", ["outside the folder", "absolute path", "custom operator"])
+def test_onnx_cannot_read_files_outside_its_folder_or_name_unknown_operators(tmp_path, case):
+    """onnxruntime resolves external data only inside the model's folder and runs only its
+    registered operators (a file cannot load an operator library)."""
+    (tmp_path / "secret.bin").write_bytes(b"0123456789abcdef")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    path = _onnx_file(folder, location={"outside the folder": "../secret.bin",
+                                        "absolute path": str(tmp_path / "secret.bin")
+                                        }.get(case), domain="evil.ops" if "custom" in case
+                      else None)
+    with pytest.raises(DataError, match="cannot read the ONNX model") as err:
+        load_model(path, 4)
+    assert "\n" not in str(err.value)

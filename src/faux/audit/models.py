@@ -13,12 +13,19 @@ Everything else is a black box scored by finite differences (``faux.audit.scorin
 Formats, by content (not only by extension):
 
 - TorchScript archives (``torch.jit.save``): ``torch.jit.load``; no Python code runs (the
-  TorchScript interpreter runs the model's compiled graph).
-- ``torch.export`` programs (``torch.export.save``, ``.pt2``): ``torch.export.load``; a
-  program exported with a static batch size is called in chunks of that size (padded).
+  TorchScript interpreter runs the model's compiled graph); one whose code reads or writes
+  files by name (``torch.save``, ``torch.from_file``) only with ``trust_pickle=True``
+  (``faux.audit.torchscript_file``).
+- ``torch.export`` programs (``torch.export.save``, ``.pt2``): the archive is checked first
+  (``faux.audit.export_file``): pickled weights, constants or sample inputs, opaque
+  objects, native libraries, Python guard code, symbolic shapes that are not plain sympy
+  and graph calls to anything but torch operators are refused unless
+  ``trust_pickle=True``; a program exported with a static batch size is called in chunks
+  of that size (padded).
 - skops files (``.skops``): ``skops.io.load`` after its trusted-types check; types outside
   skops' default trust list are refused unless named with ``trusted_types``.
-- LightGBM text model files (``Booster.save_model``): parsed by LightGBM, no code runs.
+- LightGBM text model files (``Booster.save_model``): checked for shape, then parsed by
+  LightGBM (``faux.audit.lightgbm_file``); no code runs.
 - ONNX (``.onnx``): ``onnxruntime``; the output named like ``prob*`` (or the last float
   output) is read, column 1 of a two-column output. The graph is also read with ``onnx``
   and, when every node behind that output converts, scored by autograd.
