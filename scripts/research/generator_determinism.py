@@ -5,7 +5,7 @@
     python scripts/research/generator_determinism.py australian /tmp/cacheC --after-other-work
 
 Hashes: the CVAE state dict, the GMM parameters and ``sample(2000, seed=1)``; two builds
-are bit-identical when all three agree (docs/reliability.md, finding 6).
+are bit-identical when all three agree (docs/notebook/reliability_log.md, finding 6).
 """
 
 from __future__ import annotations

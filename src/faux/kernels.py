@@ -4,7 +4,7 @@ wherever they are built.
 torch picks its CPU kernels by instruction set (AVX2, AVX-512) and MKL picks its own code
 path per CPU model (on AMD CPUs another one than on Intel). Last-bit differences between
 those paths grow through thousands of optimiser steps into other CVAEs, targets and tables
-(docs/reliability.md). :func:`pin` sets, before torch is imported, the environment variables
+(docs/reliability.md, "Determinism"). :func:`pin` sets, before torch is imported, the environment variables
 that fix both to AVX2 (:data:`PINS`), which every x86-64 CPU of the last decade runs:
 torch's ``ATEN_CPU_CAPABILITY``, MKL's conditional numerical reproducibility ``MKL_CBWR``
 (which also makes MKL's results independent of memory alignment) and oneDNN's
