@@ -13,7 +13,7 @@ torch's ``ATEN_CPU_CAPABILITY``, MKL's conditional numerical reproducibility ``M
 The harness entry points (``python -m faux.run``, the Makefile) pin; the library
 (``faux.score``, ``faux.audit``) leaves the caller's process alone. A value the user exported
 wins (``FAUX_NATIVE_KERNELS=1`` keeps the machine's own kernels); the cache keys record the
-kernels in force (``faux.synth.sampler.cpu_kernels``), so artifacts built under other
+kernels in force (:func:`cpu_kernels`), so artifacts built under other
 kernels are never mixed.
 """
 
@@ -53,3 +53,12 @@ def pin(environ=None) -> dict:
             env[k] = v
             done[k] = v
     return done
+
+
+def cpu_kernels() -> str:
+    """torch's CPU kernel set (e.g. ``AVX512``), MKL's and oneDNN's pinned code paths, if any
+    (:func:`pin` pins all three)."""
+    import torch
+
+    return (f"{torch.backends.cpu.get_cpu_capability()}/mkl_cbwr={os.environ.get('MKL_CBWR', '')}"
+            f"/onednn={os.environ.get('ONEDNN_MAX_CPU_ISA', '')}")

@@ -1,6 +1,6 @@
 """The machine a job ran on, as far as its numbers can depend on it: the CPU model, the CPU
 kernels in force (``faux.kernels`` pins torch's, MKL's and oneDNN's code paths; the cache keys
-record them through ``faux.synth.sampler.cpu_kernels``) and the thread counts of torch and of
+record them through ``faux.kernels.cpu_kernels``) and the thread counts of torch and of
 the BLAS / OpenMP libraries loaded in the process (``threadpoolctl``).
 
 Recorded in a job's result (``metrics.machine``) and carried into the claims made from it, so
@@ -42,8 +42,7 @@ def machine() -> dict:
     """``{"cpu", "kernels", "torch_threads", "pools", "pins"}`` of this process."""
     import torch
 
-    from faux.kernels import PINS
-    from faux.synth.sampler import cpu_kernels
+    from faux.kernels import PINS, cpu_kernels
 
     return {"cpu": cpu_model(), "kernels": cpu_kernels(),
             "torch_threads": int(torch.get_num_threads()), "pools": thread_pools(),

@@ -26,6 +26,7 @@ import torch
 
 from faux.errors import ConfigError
 from faux.harness.cache import Cache, code_version, data_checksum, torch_dumps, torch_loads
+from faux.kernels import cpu_kernels  # noqa: F401  (re-exported: callers name it here)
 from faux.synth.bias import mutual_information, p_bias, sample_joint
 from faux.synth.cvae import (
     C_PATHS,
@@ -256,15 +257,6 @@ def generator_cache_key(name: str, cfg: dict, *, seed: int = 0, root=None) -> di
     return {"what": "dataset_generator", "code": GENERATOR_VERSION, "dataset": name,
             "data_sha256": data_checksum(pmlb_path(name, root)), "cfg": dict(cfg),
             "seed": int(seed), "cpu": cpu_kernels()}
-
-
-def cpu_kernels() -> str:
-    """torch's CPU kernel set (e.g. ``AVX512``), MKL's and oneDNN's pinned code paths, if any
-    (``faux.kernels`` pins all three)."""
-    import os
-
-    return (f"{torch.backends.cpu.get_cpu_capability()}/mkl_cbwr={os.environ.get('MKL_CBWR', '')}"
-            f"/onednn={os.environ.get('ONEDNN_MAX_CPU_ISA', '')}")
 
 
 @dataclass
