@@ -30,17 +30,16 @@ def _null_scores(target, aux_z, sc, z_sample, methods, *, aux, aux_width, aux_de
     steepened to the aux's gradient norm there (``Steepened``): a score that divides by the
     aux's gradient (fAux) then compares only the direction the aux found with directions
     noise led to; scale-free scores (fAux+NG) are unchanged."""
-    from faux.audit.aux import Steepened, train_aux
+    from faux.audit.aux import Steepened
     from faux.audit.scoring import Scorer
 
-    rng = np.random.default_rng([seed, 1])
     pooled: dict[str, list] = {m: [] for m in methods}
+    nets = []
     advance = bar.start("null models", n_perm * len(sc.x))
-    for p in range(n_perm):
-        perm = rng.permutation(len(sc.c))
-        net, _ = train_aux(z_sample, sc.c[perm], sc.protected, sc.y, kind=aux,
-                           width=aux_width, depth=aux_depth, epochs=aux_epochs,
-                           seed=(seed + 1 + p) % (SEED_MAX + 1))
+    for net in null_auxes(z_sample, sc.c, sc.protected, sc.y, aux=aux, aux_width=aux_width,
+                          aux_depth=aux_depth, aux_epochs=aux_epochs, n_perm=n_perm,
+                          seed=seed):
+        nets.append(net)
         scorer = Scorer(target, Steepened(net, aux_z), sc.mean, sc.scale, methods,
                         fd_step=fd_step, batch_size=batch_size)
         for s in range(0, len(sc.x), batch_size):
@@ -52,7 +51,21 @@ def _null_scores(target, aux_z, sc, z_sample, methods, *, aux, aux_width, aux_de
     for m, parts in pooled.items():
         v = np.concatenate(parts)
         scores[m] = np.sort(v[np.isfinite(v)])
-    return {"scores": scores, "rows": int(len(sc.x))}
+    return {"scores": scores, "rows": int(len(sc.x)), "nets": nets}
+
+
+def null_auxes(z_sample, c, info, y, *, aux, aux_width, aux_depth, aux_epochs, n_perm, seed):
+    """The ``n_perm`` aux models trained, as the aux was, on random permutations of the
+    protected attribute ``c`` (the same ones whatever uses them)."""
+    from faux.audit.aux import train_aux
+
+    rng = np.random.default_rng([seed, 1])
+    for p in range(n_perm):
+        perm = rng.permutation(len(c))
+        net, _ = train_aux(z_sample, c[perm], info, y, kind=aux, width=aux_width,
+                           depth=aux_depth, epochs=aux_epochs,
+                           seed=(seed + 1 + p) % (SEED_MAX + 1))
+        yield net
 
 
 def _null_quantile(null: np.ndarray, alpha: float) -> float:
@@ -62,8 +75,24 @@ def _null_quantile(null: np.ndarray, alpha: float) -> float:
     return float(np.quantile(null, 1 - alpha, method="higher"))
 
 
-def _calibration(rule, alpha, n_perm, null, methods, thresholds, n_rows, n_flag, fdr) -> dict:
-    """summary.json's statement of how the threshold was set."""
+def _calibration(rule, alpha, n_perm, null, methods, thresholds, n_rows, n_flag, fdr,
+                 verdict: str = "score") -> dict:
+    """summary.json's statement of how the threshold was set. Under the effect verdict the
+    scores are diagnostics: the text says how many rows exceed the threshold by chance, and
+    ``expected_false_flags`` is left to the effect verdict (``faux.audit.verdict``)."""
+    out = _score_calibration(rule, alpha, n_perm, null, methods, thresholds, n_rows, n_flag,
+                             fdr)
+    if verdict == "effect":
+        out["expected_rows_above_by_chance"] = out.pop("expected_false_flags")
+        out["expected_false_flags"] = None
+        out["text"] = ("Diagnostic scores (they do not decide who is flagged; the effect "
+                       "verdict does): " + out["text"].replace(" flagged by chance",
+                                                               " above it by chance"))
+    return out
+
+
+def _score_calibration(rule, alpha, n_perm, null, methods, thresholds, n_rows, n_flag,
+                       fdr) -> dict:
     if null is None:
         return {"rule": rule, "alpha": None, "null_permutations": 0, "null_quantiles": None,
                 "expected_false_flags": None,

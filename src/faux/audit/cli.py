@@ -19,8 +19,8 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 INTERRUPTED = "faux audit: interrupted; nothing written"
 TERMINATED = "faux audit: terminated; nothing written"
 
-EPILOG = """exit codes: 0 = passed (or no gate set), 1 = gate failed (--fail-above /
---max-flagged-rate; outputs still written), 2 = bad input or usage, or a full disk (one
+EPILOG = """exit codes: 0 = passed (or no gate set), 1 = gate failed (--max-flagged-rate, or
+--fail-above under --verdict score; outputs still written), 2 = bad input or usage, or a full disk (one
 line on stderr, nothing written), 3 = unexpected error, 130 = interrupted (Ctrl-C), 143 =
 terminated (SIGTERM) (one line on stderr, nothing written).
 
@@ -29,9 +29,11 @@ where it writes: --out must be new, empty, or an earlier audit's output (its
 any other folder is refused unless --force, which writes beside the files there and never
 replaces, renames or deletes a file the audit did not write.
 
-example (the bundled Adult data, see README "Audit your own model"):
+example (the bundled Adult data, see README "Audit your own model"): exit 1 when more
+than 1% of the rows are flagged, i.e. their decision changes when sex, and what the aux
+models read it from, take the other group's values
   faux audit --model model.skops --data adult.parquet --protected sex --label income \\
-      --fail-above 0.05 --max-flagged-rate 0.01
+      --max-flagged-rate 0.01
 """
 
 
@@ -64,6 +66,20 @@ def _nonneg_float(v: str) -> float:
     return x
 
 
+def _number(v: str) -> float:
+    try:
+        return float(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {v!r}") from None
+
+
+def _int(v: str) -> int:
+    try:
+        return int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {v!r}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     from faux.audit.core import (
         ALPHA,
@@ -74,17 +90,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from faux.audit.groups import AUX_SEEDS, MIN_CELL
     from faux.audit.methods import audit_methods, default_methods, thresholds_text
+    from faux.audit.verdict import DECISION_THRESHOLD, STEPS, VERDICT, VERDICTS
 
     p = _Parser(prog="faux", description="faux: individual-fairness testing by gradient "
                 "alignment (fAux).")
     sub = p.add_subparsers(dest="command", required=True)
     a = sub.add_parser(
         "audit", help="audit a model for individual unfairness on a data set",
-        description="Score every row of a data set for individual unfairness of MODEL with "
-        "respect to a protected attribute (fAux, eq. 9; fAux+NG, eq. 10): an aux model learns "
-        "the protected attribute from the features, and a row is flagged when the model's "
-        "prediction moves along the direction that carries it. Writes scores.parquet, "
-        "summary.json and a self-contained report.html.",
+        description="Audit every row of a data set for individual unfairness of MODEL with "
+        "respect to protected attributes: aux models learn each attribute from the features, "
+        "and a row is flagged when the model's decision changes at its counterfactual (the "
+        "attribute, and what the aux models read it from, moved to the other group's "
+        "values) under every aux model (--verdict effect, the default). The fAux scores "
+        "(eq. 9, eq. 10) are diagnostic columns, or decide with --verdict score. Writes "
+        "scores.parquet, summary.json and a self-contained report.html.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     a.add_argument("--model", required=True, metavar="PATH",
                    help="the model under test: TorchScript (.pt, torch.jit.save), "
@@ -141,13 +160,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="score a scikit-learn linear model, MLP or scaler pipeline as a black "
                    "box (finite differences) instead of by autograd through its checked torch "
                    "conversion")
+    a.add_argument("--verdict", choices=VERDICTS, default=VERDICT,
+                   help="what flags a row: 'effect' (default), its decision changes at its "
+                   "counterfactual under every aux model; 'score', the first method's score "
+                   "above its threshold (the audit's earlier rule)")
+    a.add_argument("--decision-threshold", type=_number, default=DECISION_THRESHOLD,
+                   metavar="T", help="the model's decision threshold on its probability, "
+                   f"above 0 and below 1 (default {DECISION_THRESHOLD:g})")
+    a.add_argument("--materiality", type=_number, default=None, metavar="D",
+                   help="flag a row when its probability moves by at least D (in (0, 1], one "
+                   "sign under every aux model) instead of when its decision changes")
+    a.add_argument("--steps", type=_int, default=STEPS, metavar="K",
+                   help="first-order steps of the path to each counterfactual (default "
+                   f"{STEPS}; at least 1)")
     a.add_argument("--threshold", type=_nonneg_float, default=None, metavar="DELTA",
-                   help="manual threshold instead of the calibrated one: flag rows whose "
-                   "first-method score exceeds DELTA (other methods then report rows above "
-                   f"{thresholds_text()}); no effect on the exit code")
+                   help="manual score threshold instead of the calibrated one: under "
+                   "--verdict score flag rows whose first-method score exceeds DELTA (other "
+                   f"methods then report rows above {thresholds_text()}); no effect on the "
+                   "exit code")
     a.add_argument("--fail-above", type=_nonneg_float, default=None, metavar="DELTA",
-                   help="gate: flag rows scoring above DELTA and exit 1 if any row is flagged "
-                   "(or, with --max-flagged-rate, if more than that fraction is)")
+                   help="gate under --verdict score only: flag rows scoring above DELTA and "
+                   "exit 1 if any row is flagged (or, with --max-flagged-rate, if more than "
+                   "that fraction is)")
     a.add_argument("--max-flagged-rate", type=float, default=None, metavar="R",
                    help="gate: exit 1 when the fraction of flagged rows exceeds R (0..1)")
     a.add_argument("--aux", choices=["mlp", "adel"], default="mlp",
@@ -231,7 +265,9 @@ def _main(argv=None) -> int:
                     progress=False if args.no_progress else None, alpha=args.alpha,
                     null_permutations=args.null_permutations, fdr=args.fdr,
                     aux_seeds=args.aux_seeds, min_cell=args.min_cell,
-                    intersection=not args.no_intersection, exact=not args.no_exact)
+                    intersection=not args.no_intersection, exact=not args.no_exact,
+                    verdict=args.verdict, decision_threshold=args.decision_threshold,
+                    materiality=args.materiality, steps=args.steps)
     except FauxError as err:
         print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_INPUT
@@ -256,15 +292,21 @@ def _main(argv=None) -> int:
     s = res.summary
     q = s["aux_quality"]
     qual = f"R2 {q['r2']:.3f}" if "r2" in q else f"AUROC {q['auroc']:.3f}"
+    effects = s.get("effects") or {}
+    rule = ("by the effect verdict" if effects else
+            f"with {s['settings']['primary']} > {s['settings']['threshold']:.4g} "
+            f"({s['calibration']['rule']})")
     print(f"audited {s['data']['rows']:,} rows in {s['seconds_total']:.1f} s; aux {qual}; "
-          f"flagged {s['flagged']['count']:,} ({s['flagged']['rate']:.3%}) with "
-          f"{s['settings']['primary']} > {s['settings']['threshold']:.4g} "
-          f"({s['calibration']['rule']}); outputs in {res.out_dir}")
+          f"flagged {s['flagged']['count']:,} ({s['flagged']['rate']:.3%}) {rule}; "
+          f"outputs in {res.out_dir}")
+    for e in effects.values():
+        print(f"  {e['headline']}")
     views = s.get("groups", {}).get("views", {})
     if len(views) > 1:  # several protected attributes: one line per view
         for vname, v in views.items():
             diff, ratio = v["largest_difference"], v["largest_ratio"]
-            print(f"  {vname}: {len(v['rows'])} groups, flagged by its own score "
+            by = "its effects" if v.get("flagged_by") == "effect" else "its own score"
+            print(f"  {vname}: {len(v['rows'])} groups, flagged by {by} "
                   f"{sum(r['flagged'] for r in v['rows']):,}; largest difference of the "
                   f"flagged rate {diff:.3%}, ratio {ratio:.3f}")
     if q.get("warning"):

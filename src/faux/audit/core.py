@@ -63,6 +63,16 @@ from faux.audit.groups import AUX_SEEDS, MIN_CELL
 from faux.audit.methods import audit_methods, default_methods
 from faux.audit.methods import threshold as default_threshold
 from faux.audit.ranking import _ranking, feature_groups  # noqa: F401 (re-exported)
+from faux.audit.verdict import (
+    DECISION_THRESHOLD,
+    MATERIALITY,
+    STEPS,
+    SUPPORT_MARGIN,
+    VERDICT,
+)
+from faux.audit.verdict import Settings as EffectSettings
+from faux.audit.verdict import check_settings as check_verdict
+from faux.audit.verdict import summary as verdict_summary
 from faux.audit.writing import DISK_FULL, dir_mode, disk_full_message, file_mode, folder_size
 from faux.errors import ConfigError, DataError, FauxError
 
@@ -172,10 +182,16 @@ class AuditResult:
                  "out_dir: None (scores in memory)")
         gate = ("no gate" if st.get("fail_above") is None and st.get("max_flagged_rate") is None
                 else "gate passed" if self.passed else "gate FAILED")
+        if st.get("verdict", "score") == "effect":
+            rule = (f"by the effect verdict (decision changes with {s['data']['protected']} "
+                    "under every aux model)")
+            rates = f"{rates} (diagnostic)"
+        else:
+            rule = f"with {st['primary']} > {st['threshold']:.4g}"
         return (f"AuditResult({s['data']['rows']:,} rows, protected {s['data']['protected']!r}, "
                 f"methods {', '.join(st['methods'])}; aux {qual})\n"
-                f"  flagged: {s['flagged']['count']:,} ({s['flagged']['rate']:.2%}) with "
-                f"{st['primary']} > {st['threshold']:.4g}; {gate}\n"
+                f"  flagged: {s['flagged']['count']:,} ({s['flagged']['rate']:.2%}) {rule}; "
+                f"{gate}\n"
                 f"  rows above each threshold: {rates}\n"
                 f"  {where}")
 
@@ -592,8 +608,20 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
           trusted_types=(), progress: bool | None = None, report: bool = True,
           force: bool = False, alpha: float = ALPHA, null_permutations: int = NULL_PERMUTATIONS,
           fdr: bool = False, aux_seeds: int = AUX_SEEDS, min_cell: int = MIN_CELL,
-          intersection: bool = True, exact: bool = True) -> AuditResult:
+          intersection: bool = True, exact: bool = True, verdict: str = VERDICT,
+          decision_threshold: float = DECISION_THRESHOLD,
+          materiality: float | None = MATERIALITY, steps: int = STEPS,
+          support_margin: float = SUPPORT_MARGIN) -> AuditResult:
     """Audit ``model`` for individual unfairness with respect to protected attributes.
+
+    ``verdict``: ``"effect"`` (default) flags a row when the model's decision at
+    ``decision_threshold`` changes at the row's counterfactual (the attribute, and what the
+    aux models read it from, moved to the other group's values; ``steps`` first-order steps,
+    ``support_margin`` the support's widening) under every one of the ``aux_seeds`` aux
+    models, or with ``materiality`` δ when the probability moves by at least δ under every
+    one with one sign (``faux.audit.verdict``); every protected attribute gets its own
+    effects. ``"score"``: the first method's score above its threshold decides, as before
+    the effect verdict; the scores are diagnostic columns under ``"effect"``.
 
     Data: in memory (``X`` a DataFrame or array, ``c`` the protected values, the name of a
     column of ``X``, a list of such names, or a DataFrame of several attributes; optional
@@ -635,7 +663,9 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
                           trust_pickle=trust_pickle, trusted_types=trusted_types,
                           progress=progress, report=report, force=force, alpha=alpha,
                           null_permutations=null_permutations, fdr=fdr, aux_seeds=aux_seeds,
-                          min_cell=min_cell, intersection=intersection, exact=exact)
+                          min_cell=min_cell, intersection=intersection, exact=exact,
+                          verdict=verdict, effect_settings=(decision_threshold, materiality,
+                                                            steps, support_margin))
         except _Terminated:
             raise Terminated from None
         except _Interrupted:
@@ -646,8 +676,10 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
            aux_width, aux_depth, sample, batch_size, threshold, fail_above, max_flagged_rate,
            protected_type, fd_step, seed, out_dir, name, trust_pickle, trusted_types,
            progress, report, force, alpha, null_permutations, fdr, aux_seeds, min_cell,
-           intersection, exact) -> AuditResult:
+           intersection, exact, verdict, effect_settings) -> AuditResult:
     from faux.audit.aux import train_aux
+    from faux.audit.effect_pass import null_nets_for
+    from faux.audit.effect_pass import prepare as prepare_effects
     from faux.audit.groups import build_views, finish_views, train_views
     from faux.audit.models import as_target, load_model
     from faux.audit.scoring import Scorer, check_methods_for
@@ -661,6 +693,8 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                     fd_step=fd_step, seed=seed, has_label=has_label, alpha=alpha,
                     null_permutations=null_permutations, fdr=fdr, aux_seeds=aux_seeds,
                     min_cell=min_cell, intersection=intersection)
+    check_verdict(verdict, *effect_settings, fail_above)
+    eff_settings = EffectSettings(*effect_settings)
     files = [f for f in OUTPUT_FILES if report or f != "report.html"]
     if out_dir is not None:  # before the data are opened: a bad --out fails fast
         _inspect_out(Path(os.path.abspath(out_dir)), files, force)
@@ -737,7 +771,14 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                                 aux_epochs=int(aux_epochs), seed=seed, fd_step=fd_step,
                                 batch_size=min(int(batch_size), 65_536), rule=rule, alpha=alpha,
                                 null_permutations=null_permutations,
-                                manual=dict(thresholds) if rule == RULE_MANUAL else None))
+                                manual=dict(thresholds) if rule == RULE_MANUAL else None,
+                                effect=verdict == "effect"))
+                passes = [] if verdict != "effect" else prepare_effects(
+                    views, null_nets_for(sc, z_sample, null_permutations, seed=seed, aux=aux,
+                                      aux_width=aux_width, aux_depth=aux_depth,
+                                      aux_epochs=int(aux_epochs)),
+                    target, sc, z_sample, feats, settings=eff_settings,
+                    batch_size=min(int(batch_size), 65_536))
             except SystemExit:
                 raise _Interrupted from None
             if out is not None:
@@ -746,19 +787,21 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                              None if staging is None else staging.dir, bar,
                              batch_size=int(batch_size), seed=seed, keep=data is None,
                              bh_null=null["scores"][primary] if rule == RULE_BH else None,
-                             alpha=alpha, views=views)
+                             alpha=alpha, views=views, passes=passes)
         finally:
             bar.stop()
         n_flag, per_group, top, plot_scores, mem_scores, t_score, above, bh = res
         if bh is not None:  # Benjamini-Hochberg: the cut is known once every row is scored
             thresholds[primary] = bh["threshold"]
-            n_flag, above[primary] = bh["flagged"], bh["flagged"]
-            per_group = bh["by_group"]
-            top = [t for t in top if t[0] > bh["threshold"]]
-            if mem_scores is not None:
-                mem_scores["flagged"] = mem_scores[primary].to_numpy() > bh["threshold"]
-            if staging is not None:
-                _rewrite_flagged(staging.dir / "scores.parquet", primary, bh["threshold"])
+            above[primary] = bh["flagged"]
+            if not passes:  # the score verdict: the cut decides flagged
+                n_flag = bh["flagged"]
+                per_group = bh["by_group"]
+                top = [t for t in top if t[0] > bh["threshold"]]
+                if mem_scores is not None:
+                    mem_scores["flagged"] = mem_scores[primary].to_numpy() > bh["threshold"]
+                if staging is not None:
+                    _rewrite_flagged(staging.dir / "scores.parquet", primary, bh["threshold"])
         thr = thresholds[primary]
         top_df = _top_frame(top, scorer, feats)
         if null is not None:  # every j-th of the sorted null scores: the null's quantiles
@@ -770,8 +813,14 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                                      fd_step=fd_step,
                                      batch_size=min(int(batch_size), 65_536), seed=seed)
         rate = n_flag / sc.n_rows
+        effects_summary = {ps.name: ps.finish(sc.n_rows) for ps in passes}
         gate_reasons = []
-        if fail_above is not None:
+        if passes:  # the effect verdict: only --max-flagged-rate gates
+            if max_flagged_rate is not None and rate > max_flagged_rate:
+                gate_reasons.append(f"flagged rate {rate:.4%} exceeds {max_flagged_rate:.4%}: "
+                                    f"{n_flag:,} rows flagged by the effect verdict for "
+                                    f"{c_col}")
+        elif fail_above is not None:
             limit = max_flagged_rate if max_flagged_rate is not None else 0.0
             if rate > limit:
                 gate_reasons.append(f"{n_flag} rows ({rate:.4%}) score above {fail_above} with "
@@ -790,7 +839,10 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
             "settings": {"methods": methods, "primary": primary, "threshold": thr,
                          "fail_above": fail_above, "max_flagged_rate": max_flagged_rate,
                          "sample": int(len(sc.sample_rows)), "batch_size": int(batch_size),
-                         "seed": seed, "aux": aux, "standardisation":
+                         "seed": seed, "aux": aux, "verdict": verdict,
+                         "decision_threshold": eff_settings.decision_threshold,
+                         "materiality": eff_settings.materiality, "steps": eff_settings.steps,
+                         "support_margin": eff_settings.support_margin, "standardisation":
                              "features divided by their sample std after centring; 0/1 columns "
                              "unscaled", "faux_ng_reading": "sample (per-row unit vectors)"},
             "scoring": {"mode": target.scoring_mode,
@@ -802,7 +854,11 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
             "aux_quality": quality,
             "flagged": {"count": int(n_flag), "rate": rate, "by_group": per_group},
             "calibration": _calibration(rule, alpha, null_permutations, null, methods,
-                                        thresholds, sc.n_rows, n_flag, fdr),
+                                        thresholds, sc.n_rows,
+                                        above[primary] if passes else n_flag, fdr, verdict),
+            "verdict": verdict_summary(verdict, eff_settings, effects_summary, passes,
+                                       n_rows=sc.n_rows, primary=primary),
+            "effects": effects_summary,
             "thresholds": {m: {"threshold": t, "rows_above": int(above[m]),
                                "rate_above": above[m] / sc.n_rows} for m, t in thresholds.items()},
             "top_features": [{"feature": f, "importance": float(v)}
@@ -810,7 +866,8 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
             "gate": {"passed": not gate_reasons, "reasons": gate_reasons,
                      "exit_code": 0 if not gate_reasons else 1},
             "groups": finish_views(views, sc, z_sample, feats, methods, n_rows=sc.n_rows,
-                                   alpha=alpha, seed=seed, primary_threshold=thr),
+                                   alpha=alpha, seed=seed, primary_threshold=thr,
+                                   effect_views=set(effects_summary)),
             "seconds_total": round(time.perf_counter() - t_start, 3),
         }
         summary["baselines"] = baselines
@@ -846,11 +903,14 @@ def _disk_full(err: OSError, staging: _Staging, staged: int) -> OutputError:
 
 
 def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar, *,
-               batch_size, seed, keep, bh_null=None, alpha=ALPHA, views=()):
+               batch_size, seed, keep, bh_null=None, alpha=ALPHA, views=(), passes=()):
     """One pass over the data: scores, flags, counts per group, the top rows, the plot
-    sample, the group views' statistics and scores (``faux.audit.groups``). With ``bh_null`` (the first method's sorted null scores) the rows' p-values are
-    counted per exceedance count, the Benjamini-Hochberg cut is taken at the end and
-    ``flagged`` holds the rows with p <= alpha meanwhile (a superset)."""
+    sample, the group views' statistics and scores (``faux.audit.groups``). With ``bh_null``
+    (the first method's sorted null scores) the rows' p-values are counted per exceedance
+    count, the Benjamini-Hochberg cut is taken at the end and ``flagged`` holds the rows
+    with p <= alpha meanwhile (a superset). With ``passes`` (``faux.audit.effect_pass``, the
+    effect verdict) the first attribute's effect verdict is ``flagged``, each attribute's
+    view counts its own, and the effects are score columns."""
     from faux.audit.groups import add_batch
 
     primary = methods[0]
@@ -880,7 +940,14 @@ def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar,
                 flagged = (1 + e) / (n_null + 1) <= alpha
             else:
                 e, flagged = None, s[primary] > thr
-            extra = add_batch(views, b, s, flagged, e, groups, methods, alpha) if views else {}
+            eff_cols, view_flags = {}, {}
+            for ps in passes:
+                view_flags[ps.name], cols = ps.batch(b)
+                eff_cols.update(cols)
+            if passes:
+                flagged = view_flags[passes[0].name]
+            extra = add_batch(views, b, s, flagged, e, groups, methods, alpha,
+                              view_flags) if views else {}
             for m in methods:
                 above[m] += int((s[m] > thresholds[m]).sum())
             n_flag += int(flagged.sum())
@@ -907,7 +974,7 @@ def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar,
             plot["group"].append(groups[sel].astype(str))
             frame = pd.DataFrame({"row_id": np.arange(b.start, b.start + len(flagged)),
                                   **{m: s[m] for m in methods}, "flagged": flagged,
-                                  **extra})
+                                  **eff_cols, **extra})
             if mem is not None:
                 mem.append(frame.assign(group=groups))
             if tmp is not None:

@@ -169,6 +169,7 @@ class View:
     thresholds: dict | None = None
     null: dict | None = None
     seed_scores: list = field(default_factory=list)  # first method's sample scores per seed
+    auxes: list = field(default_factory=list)  # the aux model of each seed (the first: aux)
     stats: GroupStats | None = None
 
 
@@ -224,14 +225,17 @@ def train_views(views: list[View], target, sc: Scan, z_sample: np.ndarray, metho
                                 for m in methods}
         for s in range(aux_seeds):
             if s == 0:
-                scorer = v.scorer
+                scorer, net = v.scorer, v.aux
             else:
                 net, _ = train_aux(z_sample, v.sample_c, v.info, sc.y,
                                    seed=aux_seed(st["seed"], s), **train)
                 scorer = Scorer(target, net, sc.mean, sc.scale, methods[:1], **score_kw)
+            v.auxes.append(net)
             v.seed_scores.append(_score_rows(scorer, sc.x, methods[0], st["batch_size"]))
         edges = _edges(v.seed_scores[0])
         bh_null = v.null["scores"][methods[0]] if st["rule"] == "benjamini-hochberg" else None
+        if st.get("effect") and v.kind == "attribute":  # the effect verdict flags its rows
+            bh_null = None
         v.stats = GroupStats(edges, bh_null)
 
 
@@ -248,18 +252,22 @@ def _edges(scores: np.ndarray) -> np.ndarray:
 
 
 def add_batch(views: list[View], b, s_primary: dict, flagged, exceed, primary_labels,
-              methods, alpha: float) -> dict:
+              methods, alpha: float, view_flags: dict | None = None) -> dict:
     """Count a scored batch into every view; returns the other views' score columns
-    (``<method>:<view>``). The primary view reuses the audit's scores, flags and groups."""
+    (``<method>:<view>``). The primary view reuses the audit's scores, flags and groups;
+    ``view_flags``: a view's flags by name where the effect verdict decides them."""
     m0 = methods[0]
     cols = {}
+    view_flags = view_flags or {}
     for i, v in enumerate(views):
         if i == 0:
             v.stats.add(primary_labels, s_primary[m0], flagged, exceed)
             continue
         s = v.scorer.score(b.x)
         e = None
-        if v.stats.bh_null is not None:
+        if v.name in view_flags:
+            f = view_flags[v.name]
+        elif v.stats.bh_null is not None:
             n_null = len(v.stats.bh_null)
             e = n_null - np.searchsorted(v.stats.bh_null, s[m0], side="left")
             f = (1 + e) / (n_null + 1) <= alpha
@@ -271,8 +279,11 @@ def add_batch(views: list[View], b, s_primary: dict, flagged, exceed, primary_la
 
 
 def finish_views(views: list[View], sc: Scan, z_sample: np.ndarray, feats, methods, *,
-                 n_rows: int, alpha: float, seed: int, primary_threshold: float) -> dict:
-    """summary["groups"]: every view's groups with their statistics and intervals."""
+                 n_rows: int, alpha: float, seed: int, primary_threshold: float,
+                 effect_views=()) -> dict:
+    """summary["groups"]: every view's groups with their statistics and intervals. The views
+    named in ``effect_views`` count the effect verdict's flags (rows whose decision changes
+    under every aux model: no interval over seeds, the flag already needs them all)."""
     from faux.audit.ranking import _ranking
 
     m0 = methods[0]
@@ -297,7 +308,8 @@ def finish_views(views: list[View], sc: Scan, z_sample: np.ndarray, feats, metho
             mean = float(st.bin_sum.sum() / n_fin) if n_fin else math.nan
             rate = st.flagged / st.rows if st.rows else math.nan
             mask = sample_labels == g
-            rates = [float((s[mask] > thr).mean()) for s in v.seed_scores] if mask.any() else []
+            rates = [float((s[mask] > thr).mean()) for s in v.seed_scores] \
+                if mask.any() and v.name not in effect_views else []
             means = [float(np.nanmean(s[mask])) for s in v.seed_scores] if mask.any() else []
             top = (list(_ranking(v.aux, z_sample[mask], feats).items())[:N_TOP_FEATURES]
                    if mask.any() else [])
@@ -313,6 +325,7 @@ def finish_views(views: list[View], sc: Scan, z_sample: np.ndarray, feats, metho
         out[v.name] = {"kind": v.kind, "min_cell": v.min_cell, "merged": list(v.merged),
                        "rows": rows, "largest_difference": diff, "largest_ratio": ratio,
                        "metric": "rate", "method": m0, "threshold": thr,
+                       "flagged_by": "effect" if v.name in effect_views else "score",
                        "aux_quality": v.quality,
                        "aux_outputs": 1 if v.info.kind != "categorical" else len(v.info.levels)}
     n_seeds = len(views[0].seed_scores)

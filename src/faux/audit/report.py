@@ -174,7 +174,10 @@ def _settings_rows(s) -> list[tuple[str, str]]:
         ("features", f"{len(s['data']['features'])}"),
         ("protected", f"{s['data']['protected']} ({s['protected']['kind']})"),
         ("methods", ", ".join(s["settings"]["methods"])),
-        ("threshold", f"{s['settings']['primary']} > {fmt(thr)} ({cal['rule']})"),
+        ("verdict", (s.get("verdict") or {}).get("text")
+         or f"{s['settings']['primary']} > {fmt(thr)} ({cal['rule']})"),
+        ("threshold", f"{s['settings']['primary']} > {fmt(thr)} ({cal['rule']})"
+         + ("; diagnostic" if s.get("effects") else "")),
         ("aux sample", f"{s['settings']['sample']:,} rows (80% fit, 20% held out)"),
         ("flagged", f"{s['flagged']['count']:,} ({s['flagged']['rate']:.3%})"),
         ("speed", f"{sc['rows_per_s']:,.0f} rows/s")]

@@ -1,0 +1,75 @@
+"""The effect verdict in words (``faux.audit.verdict``): what moved at a row's counterfactual,
+the row's sentence, and each attribute's headline for summary.json and report.html."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _num(v: float) -> str:
+    return f"{float(v):.4g}"
+
+
+def moved_features(layout, feats, x, z_cf, moved, mean, scale, n_continuous: int) -> list[str]:
+    """``relationship: Husband → Wife`` for each categorical block that swapped level, then
+    ``age: 38 → 41.2`` for the ``n_continuous`` continuous features that moved most (in
+    standard deviations), in raw units (``x = mean + scale * z``)."""
+    out = []
+    for bi, block in enumerate(layout.blocks):
+        new = int(moved[bi])
+        if new < 0:
+            continue
+        cols = list(block.columns)
+        old = int(round(float(x[cols[0]]))) if block.single else int(np.argmax(x[cols]))
+        out.append(f"{block.name}: {block.levels[old]} → {block.levels[new]}")
+    cont = np.asarray(layout.continuous, dtype=np.int64)
+    if cont.size:
+        z = (np.asarray(x, dtype=np.float64) - mean) / scale
+        dz = np.abs(np.asarray(z_cf, dtype=np.float64)[cont] - z[cont])
+        x_cf = mean + scale * np.asarray(z_cf, dtype=np.float64)
+        for j in cont[np.argsort(-dz, kind="stable")][:n_continuous]:
+            if abs(z_cf[j] - z[j]) > 1e-9:
+                out.append(f"{feats[j]}: {_num(x[j])} → {_num(x_cf[j])}")
+    return out
+
+
+def _change(info, own, level) -> str:
+    if info.kind == "continuous":
+        return "by one standard deviation (the direction that moves the prediction most)"
+    other = level if level is not None else next(
+        (str(v) for v in info.levels if str(v) != str(own)), "?")
+    return f"from {own} to {other}"
+
+
+def row_text(attr: str, info, own, level, rec: dict, n_aux: int) -> str:
+    """``changing sex (from Male to Female) through its proxies moves this person's predicted
+    probability by -0.12 [-0.15, -0.08] (0.61 → 0.49); the decision changes``."""
+    lo, hi = rec["interval"]
+    verdict = ("the decision changes" if rec["decision_changes"] else
+               "the decision does not change under every aux model")
+    extra = "; off the data's support" if rec["off_support"] else ""
+    return (f"changing {attr} ({_change(info, own, level)}) through its proxies moves this "
+            f"person's predicted probability by {rec['effect']:+.2f} [{lo:+.2f}, {hi:+.2f}] "
+            f"over {n_aux} aux models ({rec['p']:.2f} → {rec['p_cf']:.2f}); {verdict}{extra}")
+
+
+def _criterion(st) -> str:
+    if st.materiality is None:
+        return f"changes the decision at {st.decision_threshold:g}"
+    return f"moves the predicted probability by at least {st.materiality:g} (one sign)"
+
+
+def headline(eff: dict, st) -> str:
+    """One attribute's result in a sentence, with the model-level test."""
+    a, n, k = eff["attribute"], eff["rows_scored"], eff["flagged"]
+    test = eff["model_test"]
+    tail = (f"model-level test (outputs moving with {a} more than under a c-blind aux): "
+            f"p = {test['p_value']:.3g} (resolution {test['resolution']:.3g}), Wilcoxon "
+            f"p = {test['wilcoxon_p']:.3g}; about {eff['expected_false_flags']['count']:.1f} "
+            "rows expected flagged by chance (measured under permuted-attribute aux models)")
+    if k == 0:
+        return (f"{a}: no row flagged: changing {a} through its proxies {_criterion(st)} for "
+                f"none of the {n:,} rows under all {eff['aux_models']} aux models; {tail}")
+    return (f"{a}: {k:,} of {n:,} rows ({k / max(n, 1):.2%}) flagged: changing {a} through "
+            f"its proxies {_criterion(st)} under every one of the {eff['aux_models']} aux "
+            f"models (mean |effect| over all rows {eff['mean_abs_effect']:.3f}); {tail}")
