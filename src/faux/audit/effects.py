@@ -37,12 +37,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from faux.audit.effect_defaults import STEPS, SUPPORT_MARGIN
 from faux.errors import ConfigError
 
-#: first-order steps of the path (the path converges as K grows; docs/audit.md)
-STEPS = 8
-#: the support's widening, as a share of each feature's range in the sample
-SUPPORT_MARGIN = 0.1
 ONE_HOT_SEPARATORS = ("_", "=")
 
 
