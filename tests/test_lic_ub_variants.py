@@ -117,3 +117,18 @@ def test_the_columns_map_c_to_x_reproduces_its_test_rows(tmp_path, decoding):
     path = lic_ub_composite(pc.target, f, c, at="path", output="logit", path_points=50)
     top = (pc.ifs_test >= pc.ifs_test.median()).long()
     assert auroc(top, path) > 0.9          # the path mean is the secant in the limit
+
+
+def test_the_path_mean_row_is_the_secant_and_a_table1_method_only():
+    from faux.methods import registry
+    from faux.methods.protocol import Batch, MethodConfig
+
+    target, x_of_c, c, secant = _case()
+    cls = registry.get("lic_ub_path")
+    test = cls.build(MethodConfig({"output": "logit"})).fit(None, 0)
+    got = test.score(target, Batch(x_of_c(c), c, x_of_c=x_of_c))
+    assert torch.allclose(got, secant, rtol=1e-6, atol=1e-8)
+    assert "lic_ub_path" in registry.names(provides=("target", "aux", "train", "gan", "dxdc"))
+    assert "lic_ub_path" not in registry.READINGS_METHODS
+    with pytest.raises(ConfigError, match="x_of_c"):
+        test.score(target, Batch(x_of_c(c), c))

@@ -252,4 +252,24 @@ class FAuxPathMethod(Base):
 
 
 #: tests beyond the paper's Table 1, registered after its rows
-EXTENSIONS = (FAuxPathMethod,)
+class LicUBPathMethod(LicUB):
+    """LIC-UB's path mean: the mean derivative of ``c -> f_tar(x(c))`` over midpoints of
+    [0, 1] (``faux.methods.lic_ub.LIC_AT`` "path"), the secant of the labels in the limit.
+    A check of the pipeline beside the one-point LIC-UB, not a test (it needs the generator's
+    map c -> x); its output follows LIC-UB's options."""
+
+    name, label, short, runs = "lic_ub_path", "LIC-UB path mean", "LIC-UB path", "once"
+    needs = frozenset({"target", "dxdc"})
+
+    def score(self, target, batch: Batch) -> torch.Tensor:
+        from faux.errors import ConfigError
+        from faux.methods.lic_ub import lic_ub_composite
+
+        p = LicUBOptions.of(self.config.of(LicUBMethod.name))
+        if batch.x_of_c is None:
+            raise ConfigError("lic_ub_path needs the generator's map c -> x (Batch.x_of_c)")
+        return lic_ub_composite(target, batch.x_of_c, batch.c, at="path",
+                                output=p.output or self.config.options.output)
+
+
+EXTENSIONS = (FAuxPathMethod, LicUBPathMethod)

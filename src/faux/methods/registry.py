@@ -115,7 +115,9 @@ for _method in (*builtin.PAPER, *builtin.EXTENSIONS):
     register(_method)
 
 #: the readings study's tests: every registered test that needs no GAN, but Unfair Map
-#: (optional there; its 200-step attack per row would be most of the study's time). Here,
-#: not in faux.studies.readings, so that reports read it without importing Lightning.
+#: (optional there; its 200-step attack per row would be most of the study's time) and
+#: LIC-UB's path mean (a reading's ``lic_ub_at`` axis already takes it). Here, not in
+#: faux.studies.readings, so that reports read it without importing Lightning.
 READINGS_METHODS = tuple(n for n in names(provides=("target", "aux", "train", "dxdc"))
-                         if n != builtin.UnfairMapMethod.name)
+                         if n not in (builtin.UnfairMapMethod.name,
+                                      builtin.LicUBPathMethod.name))
