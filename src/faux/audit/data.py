@@ -126,6 +126,26 @@ def _free_name(candidates, taken) -> str:
     return f"{candidates[-1]}_{i}"
 
 
+def _aligned(v, frame: pd.DataFrame, what: str):
+    """A pandas ``c`` or ``y`` put in the row order of ``X`` by its index (rows are matched
+    by label, never by position); DataError when the labels differ. Anything else as it is."""
+    if not isinstance(v, pd.Series | pd.DataFrame):
+        return v
+    if v.index.equals(frame.index):
+        return v
+    if not frame.index.is_unique or not v.index.is_unique:
+        raise DataError(f"{what} and X must have unique index labels to be matched row by row; "
+                        f"reset both indexes (or pass {what} as an array in X's row order)")
+    missing = frame.index.difference(v.index)
+    extra = v.index.difference(frame.index)
+    if len(missing) or len(extra):
+        first = list(missing[:3]) if len(missing) else list(extra[:3])
+        raise DataError(f"{what}'s index does not match X's: {len(missing)} row label(s) of X "
+                        f"are missing from {what} and {len(extra)} of {what} are not in X "
+                        f"(first: {first}); pass {what} with X's index")
+    return v.reindex(frame.index)
+
+
 class ArraySource(Source):
     """In-memory data: a DataFrame (named columns) or a 2-D array, plus c (and y). ``c``: the
     protected values (an array), a column name of X, a list of column names of X, or a
@@ -140,7 +160,13 @@ class ArraySource(Source):
                 raise DataError(f"X must be 2-D (rows, features), got shape {arr.shape}")
             self.frame = pd.DataFrame(arr, columns=[f"x{j}" for j in range(arr.shape[1])])
         n = len(self.frame)
+        if isinstance(X, pd.DataFrame):
+            c = _aligned(c, self.frame, "c")
+            y = _aligned(y, self.frame, "y")
         self.cs: dict = {}
+        if isinstance(c, pd.Series) and c.name is not None and str(c.name) not in map(
+                str, self.frame.columns):
+            c = c.to_frame(str(c.name))  # a named Series keeps its name
         if isinstance(c, str) or (isinstance(c, list | tuple) and c and all(
                 isinstance(v, str) for v in c) and (len(c) != n or all(
                     v in self.frame.columns for v in c))):  # names, not values
