@@ -113,6 +113,16 @@ class Reading:
     # Definition 1 / A.4 eqs. 16-17, x = f_g(z_perp, psi(c)): how c enters the c-side CVAE's
     # decoder, as an input beside z or as c * b added to its logits (faux.synth.cvae.C_PATHS)
     c_path: str = choice("decoder_input", "logit_bias")
+    # one output of the target for every test, or each output axis on its own: the IFS (eq.
+    # 38), LIC-UB and the gradient tests (eqs. 5, 9, 10) on probabilities ("the prediction y
+    # in this paper is a probability") or on logits; per_axis = ifs_output, target_output,
+    # aux_output, lic_ub_output as written (the readings before this axis). Under prob or
+    # logit those four must agree with it (faux.studies.readings.check_reading)
+    output: str = choice("per_axis", "prob", "logit")
+    # A.11.2 "MLPs for all auxiliary models, varying the depth and width across different
+    # experimental runs": fixed = model.aux's width and depth for every run; varied = each
+    # run's drawn by its seed (faux.studies.readings.AUX_WIDTHS x AUX_DEPTHS)
+    aux_arch: str = choice("fixed", "varied")
     # the top_fraction and calibrated rules' share of positives, a number in (0, 1]
     fraction: float = field(default=0.3, metadata={"range": (0.0, 1.0)})
 

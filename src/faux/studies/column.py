@@ -125,6 +125,8 @@ def generator_overrides(study: dict | None, profile: dict | None, names) -> dict
 
 #: how a study trains the retrainings of a cell's aux model (``synthetic.aux_trainer``)
 AUX_TRAINERS = ("single", "stacked")
+#: whether a cell's aux runs share model.aux's width and depth or draw theirs per run seed
+AUX_ARCHS = ("fixed", "varied")
 
 
 @dataclass(frozen=True)
@@ -147,11 +149,15 @@ class ColumnSettings:
     lic_ub: dict = field(default_factory=dict)   # LIC-UB's parameters (at, output)
     counterfactual: str = "shared"   # faux.synth.abduction.COUNTERFACTUALS (checked where used)
     reference: str = "own"           # REFERENCES: the bias-0 IFS of the threshold rules
+    # the aux's width and depth: model.aux's in every run, or drawn per run seed
+    # (faux.studies.readings.aux_spec_for)
+    aux_arch: str = "fixed"
 
     def __post_init__(self):
         if self.aux_trainer not in AUX_TRAINERS:
             raise ConfigError(f"synthetic.aux_trainer must be one of {AUX_TRAINERS}, got "
                               f"{self.aux_trainer!r}")
+        _check_choice("aux_arch", self.aux_arch, AUX_ARCHS)
 
     def gen_cfgs(self, names: Iterable[str]) -> dict:
         return generator_overrides(self.gen_study, self.gen_profile, names)

@@ -49,6 +49,14 @@ AXES: dict[str, tuple] = READING_CHOICES
 #: numeric reading fields with their default and open-closed range (lo, hi]
 NUMERIC: dict[str, tuple[float, float, float]] = READING_NUMERIC
 TARGET_ARCH = {"2x64": (64, 2), "3x128": (128, 3)}
+#: the aux MLP's widths and depths a run draws from under ``aux_arch: varied`` (A.11.2
+#: "varying the depth and width across different experimental runs"; sizes not given)
+AUX_WIDTHS = (32, 64, 128)
+AUX_DEPTHS = (1, 2, 3)
+#: the output axes the ``output`` switch sets (LIC-UB's follows: it reads the IFS's or the
+#: target's, equal under the switch)
+OUTPUT_AXES = ("ifs_output", "target_output", "aux_output")
+OUTPUT_WORDS = {"prob": "probability", "logit": "logit"}
 #: the tests of the study (faux.methods.registry.READINGS_METHODS)
 METHODS = registry.READINGS_METHODS
 
@@ -66,8 +74,58 @@ def check_reading(reading: dict, name: str = "reading") -> dict:
         checked = Reading(name=name.removeprefix("reading "), **r)
     except ConfigError as exc:
         raise ConfigError(f"{name}: {str(exc).split(': ', 1)[1]}") from None
+    check_output_switch(checked, name)
     return {**{k: getattr(checked, k) for k in (*r, *AXES)},
             **{k: float(getattr(checked, k)) for k in NUMERIC}}
+
+
+def check_output_switch(r: Reading, name: str = "reading") -> None:
+    """Under ``output: prob|logit`` every output axis (:data:`OUTPUT_AXES`) must be that output
+    (a reading file writes them as ``${.output}``, so the switch sets them); a ConfigError
+    naming the axis and the fix otherwise. ``per_axis`` leaves them as written."""
+    o = r.output
+    if o == "per_axis":
+        return
+    for axis in OUTPUT_AXES:
+        if getattr(r, axis) != o:
+            raise ConfigError(f"{name}: output={o} puts every test on the target's "
+                              f"{OUTPUT_WORDS[o]} but "
+                              f"{axis}={getattr(r, axis)}; set reading.{axis}={o}, use a "
+                              f"reading that follows the switch (p30_softmax_{o}), or set "
+                              f"reading.output=per_axis")
+
+
+def aux_spec_for(spec: MLPSpec, seed: int, arch: str = "fixed") -> MLPSpec:
+    """The aux recipe of run ``seed``: ``spec`` itself under ``fixed`` (the same object, so the
+    same cache keys); under ``varied`` its width and depth drawn uniformly from
+    :data:`AUX_WIDTHS` x :data:`AUX_DEPTHS` by a generator seeded by the run seed."""
+    import dataclasses
+
+    import numpy as np
+
+    if arch == "fixed":
+        return spec
+    if arch != "varied":
+        raise ConfigError(f"aux_arch must be one of fixed, varied, got {arch!r}")
+    rng = np.random.default_rng([int(seed), 23])
+    return dataclasses.replace(spec, width=int(AUX_WIDTHS[rng.integers(len(AUX_WIDTHS))]),
+                               depth=int(AUX_DEPTHS[rng.integers(len(AUX_DEPTHS))]))
+
+
+def target_gradient_cosine(target, x: torch.Tensor, output: str) -> float:
+    """The median over the rows of ``x`` of cos(grad f_tar(x_i), mean_j grad f_tar(x_j)) on
+    ``output``: 1 when every row's gradient points one way (a linear target), lower the more
+    the direction changes across individuals (what gradient alignment can rank). Rows with a
+    zero gradient are left out; NaN when none is left."""
+    from faux.methods.autograd import input_gradients
+
+    g = input_gradients(target, x, output=output, name="target").double().reshape(len(x), -1)
+    m = g.mean(dim=0)
+    den = g.norm(dim=1) * m.norm()
+    ok = den > 0
+    if not bool(ok.any()):
+        return float("nan")
+    return float(torch.median((g[ok] @ m) / den[ok]))
 
 
 def generator_settings(r: dict, names) -> tuple[dict, dict]:
@@ -114,7 +172,8 @@ def synth_settings(cfg: dict, r: dict, names, sizes: dict | None = None) -> Colu
                            threshold_k=float(st["threshold_k"]),
                            output=r["ifs_output"], options=options,
                            top_fraction=float(r["fraction"]), lic_ub=lic_ub_params(r),
-                           counterfactual=r["counterfactual"], reference=r["reference"])
+                           counterfactual=r["counterfactual"], reference=r["reference"],
+                           aux_arch=r["aux_arch"])
 
 
 def lic_ub_params(r: dict) -> dict:
@@ -206,17 +265,22 @@ def calibrated_k(pc: PreparedColumn, threshold: float) -> float:
 def aux_provider(pc: PreparedColumn, kind: str, spec: MLPSpec, s: ColumnSettings,
                  seeds: Iterable[int] = ()):
     """``seed -> (aux, info)``: the plain aux MLP on x (Table 1's, same cache entries) or the
-    disentangled one on the c-side block x W~ (A.7.6, eqs. 34/37). With ``s.aux_trainer ==
-    "stacked"`` the cell's retrainings ``seeds`` train as one stack on the first miss."""
+    disentangled one on the c-side block x W~ (A.7.6, eqs. 34/37), of recipe
+    :func:`aux_spec_for` (``s.aux_arch``: ``spec`` in every run, or a width and depth drawn per
+    run seed). With ``s.aux_trainer == "stacked"`` the cell's retrainings ``seeds`` of one
+    recipe train as one stack on the first miss (under ``fixed``: all of them)."""
     cache, tr, va = s.cache(), pc.train, pc.val
     projection = None if kind == "mlp" else tr.w_tilde
     seeds = [int(x) for x in seeds]
+    arch = getattr(s, "aux_arch", "fixed")
 
     def aux(seed: int):
+        sp = aux_spec_for(spec, seed, arch)
         if s.aux_trainer == "stacked":
-            return cached_mlp_stacked(cache, "aux", pc.key, spec, tr.x, tr.c, va.x, va.c, seed,
-                                      seeds, s.accelerator, projection=projection)
-        return cached_mlp(cache, "aux", pc.key, spec, tr.x, tr.c, va.x, va.c, seed,
+            same = [x for x in seeds if aux_spec_for(spec, x, arch) == sp]
+            return cached_mlp_stacked(cache, "aux", pc.key, sp, tr.x, tr.c, va.x, va.c, seed,
+                                      same, s.accelerator, projection=projection)
+        return cached_mlp(cache, "aux", pc.key, sp, tr.x, tr.c, va.x, va.c, seed,
                           s.accelerator, projection=projection)
     return aux
 
@@ -241,6 +305,15 @@ def generator_model_scores(pc: PreparedColumn, s: ColumnSettings) -> dict:
     return out
 
 
+def method_config(cs: ColumnSettings, r: dict) -> MethodConfig:
+    """The study's tests' settings under reading ``r``: the scorer options and LIC-UB's of
+    :func:`synth_settings`, FTA + lin. aux on the reading's target output."""
+    from faux.studies.config import synthetic_params
+
+    return MethodConfig(cs.options, synthetic_params(r["target_output"], cs.lic_ub),
+                        cs.accelerator)
+
+
 def run(s: Settings, out_dir, log) -> dict:
     col, r = s.column, s.reading
     phase = Phases()
@@ -251,10 +324,7 @@ def run(s: Settings, out_dir, log) -> dict:
     rate = float(labels.float().mean())
     log(f"{s.reading_name} / {s.name} ({col.xc}/{col.xy}, bias {col.bias}, {col.fusion}): "
         f"positive rate {rate:.3f}")
-    from faux.studies.config import synthetic_params
-
-    config = MethodConfig(s.synth.options, synthetic_params(r["target_output"], s.synth.lic_ub),
-                          s.synth.accelerator)
+    config = method_config(s.synth, r)
     aux_seeds = FAuxMethod.run_seeds(s.seed, s.runs)    # the aux's retrainings
     data = TrainData(pc.train.x, pc.train.c, pc.val.x, pc.val.c,
                      aux_provider(pc, r["aux"], s.aux, s.synth, aux_seeds))
@@ -277,6 +347,9 @@ def run(s: Settings, out_dir, log) -> dict:
     with phase("lic_ub_forms"):
         lic_forms, linearity = lic_ub_forms(pc, batch, labels, r)
     log("  LIC-UB forms: " + ", ".join(f"{k} {v['ap']:.3f}" for k, v in lic_forms.items()))
+    with phase("gradient_cosine"):
+        cosine = target_gradient_cosine(pc.target, pc.test.x, r["target_output"])
+    log(f"  median cos(grad f_tar(x), mean grad f_tar) ({r['target_output']}): {cosine:.3f}")
     with phase("generator_scores"):
         gscores = generator_model_scores(pc, s.synth) if s.generator_scores else {}
     return {
@@ -286,6 +359,9 @@ def run(s: Settings, out_dir, log) -> dict:
         "positive_rate": rate, "threshold": thr, "n_test": len(pc.test),
         "target_accuracy": pc.target_info["accuracy"], "aux_accuracy_runs": aux_acc,
         "generator_scores": gscores, "phase_s": phase.seconds,
+        "target_grad_cosine": {"output": r["target_output"], "median": cosine},
+        "aux_arch_runs": [[a.width, a.depth] for a in
+                          (aux_spec_for(s.aux, x, r["aux_arch"]) for x in aux_seeds)],
     }
 
 
