@@ -206,10 +206,7 @@ def test_sklearn_skops_and_onnx_agree(adult, tmp_path):
     sio.dump(rf, tmp_path / "rf.skops")
     onx = to_onnx(rf, X.values[:1].astype(np.float32), options={"zipmap": False})
     (tmp_path / "rf.onnx").write_bytes(onx.SerializeToString())
-    with pytest.raises(ConfigError, match="skops"):  # its tree type is not trusted by default
-        load_model(tmp_path / "rf.skops", X.shape[1])
-    a = load_model(tmp_path / "rf.skops", X.shape[1],
-                   trusted_types=["sklearn.tree._tree.Tree"])
+    a = load_model(tmp_path / "rf.skops", X.shape[1])  # scikit-learn's Tree is trusted
     b = load_model(tmp_path / "rf.onnx", X.shape[1])
     assert b.n_features == X.shape[1]
     x = X.values[:200]

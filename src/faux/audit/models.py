@@ -399,6 +399,17 @@ def _refuse_pickle(path: Path) -> None:
                       "pass --trust-pickle if you trust its author")
 
 
+#: scikit-learn's own classes that hold a fitted estimator's state and that skops does not
+#: trust by default; trusted here (an MLP's optimiser, a tree, a histogram-boosting
+#: predictor). Any other type still needs ``trusted_types``/``--trust-type``.
+SKLEARN_STATE_TYPES = frozenset({
+    "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
+    "sklearn.neural_network._stochastic_optimizers.SGDOptimizer",
+    "sklearn.tree._tree.Tree",
+    "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+})
+
+
 def _load_skops(path: Path, trusted_types, exact: bool = True) -> TargetModel:
     import skops.io as sio
 
@@ -406,7 +417,8 @@ def _load_skops(path: Path, trusted_types, exact: bool = True) -> TargetModel:
         untrusted = sio.get_untrusted_types(file=str(path))
     except Exception as err:
         raise DataError(f"cannot read the skops file {path}: {_one_line(err)}") from err
-    missing = [t for t in untrusted if t not in set(trusted_types or ())]
+    missing = [t for t in untrusted
+               if t not in set(trusted_types or ()) and t not in SKLEARN_STATE_TYPES]
     if missing:
         flags = " ".join(f"--trust-type {t}" for t in missing)
         raise ConfigError(f"{path.name} holds types skops does not trust by default: "

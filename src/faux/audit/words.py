@@ -19,8 +19,7 @@ def moved_features(layout, feats, x, z_cf, moved, mean, scale, n_continuous: int
         new = int(moved[bi])
         if new < 0:
             continue
-        cols = list(block.columns)
-        old = int(round(float(x[cols[0]]))) if block.single else int(np.argmax(x[cols]))
+        old = block.level_of(np.asarray(x)[list(block.columns)])
         out.append(f"{block.name}: {block.levels[old]} → {block.levels[new]}")
     cont = np.asarray(layout.continuous, dtype=np.int64)
     if cont.size:
