@@ -55,7 +55,8 @@ def _bound(n, alpha=ALPHA):
 def test_a_model_that_ignores_c_and_every_proxy_is_flagged_at_most_at_alpha(fdr):
     n = 2000
     X, c = proxy_world(n)
-    res = faux.audit(torch.jit.script(Ignores()), X, c, aux_epochs=8, progress=False, fdr=fdr)
+    res = faux.audit(torch.jit.script(Ignores()), X, c, aux_epochs=8, progress=False, fdr=fdr,
+                     verdict="score")  # the score's calibration decides flagged
     assert res.summary["aux_quality"]["auroc"] > 0.9  # the proxy carries c
     flagged = int(res.scores.flagged.sum())
     assert flagged == res.summary["flagged"]["count"]
@@ -129,7 +130,7 @@ def test_the_summary_and_report_state_the_rule(tmp_path):
     out = tmp_path / "out"
     rc = main(["audit", "--model", str(model), "--data", str(data), "--protected", "sex",
                "--out", str(out), "--aux-epochs", "4", "--no-progress", "--alpha", "0.05",
-               "--null-permutations", "2"])
+               "--null-permutations", "2", "--verdict", "score"])
     assert rc == 0
     s = json.loads((out / "summary.json").read_text())
     cal = s["calibration"]
@@ -144,7 +145,7 @@ def test_the_summary_and_report_state_the_rule(tmp_path):
     # BH: the flagged column is the final cut, also in the file
     rc = main(["audit", "--model", str(model), "--data", str(data), "--protected", "sex",
                "--out", str(out), "--aux-epochs", "4", "--no-progress", "--fdr",
-               "--alpha", "0.2", "--methods", "faux_ng"])
+               "--alpha", "0.2", "--methods", "faux_ng", "--verdict", "score"])
     assert rc == 0
     s = json.loads((out / "summary.json").read_text())
     scores = pd.read_parquet(out / "scores.parquet")

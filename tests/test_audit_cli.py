@@ -66,27 +66,33 @@ def test_gate_exit_codes_and_outputs(files, capsys):
     assert rc == EXIT_OK
     s = json.loads((out / "summary.json").read_text())
     assert s["gate"]["passed"] and s["protected"]["levels"] == ["f", "m"]
-    # the default threshold is calibrated on permuted-c aux models; this model is far more
-    # sensitive to its gate x2 than to the proxy, so fAux flags few rows by that rule
+    # the default effect verdict: where x2 opens the gate, moving the proxy by the gap
+    # between the groups changes the decision, for a large share of the rows
+    assert s["settings"]["verdict"] == "effect" and s["flagged"]["rate"] > 0.1
+    # the score verdict: the threshold is calibrated on permuted-c aux models; this model is
+    # far more sensitive to its gate x2 than to the proxy, so fAux flags few rows by it
+    rc, _ = run(capsys, *base, "--verdict", "score")
+    assert rc == EXIT_OK
+    s = json.loads((out / "summary.json").read_text())
     assert s["calibration"]["rule"] == "null quantile"
     assert s["flagged"]["rate"] <= 0.05
-    rc, _ = run(capsys, *base, "--threshold", "0.05")  # the earlier fixed default
+    rc, _ = run(capsys, *base, "--verdict", "score", "--threshold", "0.05")  # earlier default
     assert rc == EXIT_OK
     rate = json.loads((out / "summary.json").read_text())["flagged"]["rate"]
     assert 0 < rate < 1
     # --fail-above: any row above delta fails (exit 1), outputs still complete
-    rc, err = run(capsys, *base, "--fail-above", "0.02")
+    rc, err = run(capsys, *base, "--verdict", "score", "--fail-above", "0.02")
     assert rc == EXIT_GATE and "gate failed" in err
     s = json.loads((out / "summary.json").read_text())
     assert not s["gate"]["passed"] and s["settings"]["threshold"] == 0.02
     assert (out / "report.html").exists() and (out / "scores.parquet").exists()
     # a tolerated flagged rate passes; a stricter one fails
     flagged = pd.read_parquet(out / "scores.parquet").flagged.mean()
-    rc, _ = run(capsys, *base, "--fail-above", "0.02", "--max-flagged-rate", flagged + 0.01)
+    rc, _ = run(capsys, *base, "--verdict", "score", "--fail-above", "0.02", "--max-flagged-rate", flagged + 0.01)
     assert rc == EXIT_OK
-    rc, _ = run(capsys, *base, "--fail-above", "0.02", "--max-flagged-rate", flagged / 2)
+    rc, _ = run(capsys, *base, "--verdict", "score", "--fail-above", "0.02", "--max-flagged-rate", flagged / 2)
     assert rc == EXIT_GATE
-    rc, _ = run(capsys, *base, "--fail-above", "1e6")
+    rc, _ = run(capsys, *base, "--verdict", "score", "--fail-above", "1e6")
     assert rc == EXIT_OK
     assert _leftovers(tmp) == []
 

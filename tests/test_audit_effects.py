@@ -127,11 +127,14 @@ def test_a_black_box_is_called_once_per_row_and_counterfactual(world):
     kw = dict(sample=sample, aux_epochs=5, progress=False, aux_seeds=seeds,
               null_permutations=perms, batch_size=128)
     res = faux.audit(counted("effect"), Xs, cs, **kw)
-    faux.audit(counted("score"), Xs, cs, verdict="score", **kw)
+    old = faux.audit(counted("score"), Xs, cs, verdict="score", **kw)
     directions = 1  # binary c
     # every row and its counterfactual under each aux (in one call per batch), and the
-    # sample rows under each permuted-c aux
-    expected = n * (1 + seeds * directions) + sample * (1 + perms * directions)
+    # sample rows under each permuted-c aux; the top flagged rows' eq. 9 contributions
+    # (a central-difference gradient, 2 d rows each) differ as the flagged rows do
+    contributions = 2 * X.shape[1] * (len(res.top_flagged) - len(old.top_flagged))
+    expected = (n * (1 + seeds * directions) + sample * (1 + perms * directions)
+                + contributions)
     assert rows["effect"] - rows["score"] == expected
     assert res.summary["verdict"]["model_calls_per_row"] == 1 + seeds * directions
 

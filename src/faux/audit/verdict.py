@@ -16,7 +16,8 @@ are what a c-blind aux moves. From them:
   aux": the mean |effect| over the sample rows under the real aux models against the same
   under each null aux, p = (1 + #null >= real) / (1 + n_null) (resolution 1 / (1 + n_null)),
   and a paired one-sided Wilcoxon signed-rank test over the sample rows of
-  |effect| - |effect under the first null aux|;
+  |effect| - (mean |effect| over the null aux models) (one null aux alone can be nearly
+  flat, and then a model that ignores the attribute would look significant);
 - each row's p-value: the share of the pooled null |effects| at or above its |effect|
   (+1 smoothing);
 - the expected false flags: the sample rows whose decision changes under every null aux,
