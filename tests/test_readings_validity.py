@@ -18,6 +18,7 @@ from faux.reports.readings import (
     TIE_DISTANCE,
     frame_of,
     lin_gap_held,
+    markdown,
     paper,
     selected_line,
     valid_reading,
@@ -215,6 +216,7 @@ def _result(name, rate=0.3, lic=None, ng=None, lin_gap=None, shift=0.0, cos=0.5)
     out = []
     for c in COLUMNS:
         ap = {m: [paper(m, c)] for m in METHODS}
+        ap["faux_path"] = [0.5]
         for m in ("faux", "faux_ig"):
             ap[m] = [paper(m, c) + shift]
         if lic is not None:
@@ -264,6 +266,9 @@ def test_the_rule_ranks_validity_then_c1_then_claims_then_distance_and_reports_t
     assert v.loc["c1_near", f"grad_cos {COLUMNS[0]}"] == pytest.approx(0.5)   # (c) reported
     assert v.loc["c1_near", f"lin_gap {COLUMNS[1]}"] == pytest.approx(0.683 - 0.306)
     assert "tie between c1_near, c1_tied" in selected_line(df)
+    md = markdown(df)         # fAux path's AP (no row in the paper's table) is listed too
+    assert "| 1 (tie) | c1_near |" in md and "| 3 | c1_far |" in md
+    assert "| c1_near | lin. aux gap | +0.095 | +0.377 |" in md
 
 
 def test_the_cosine_is_reported_not_gated():
