@@ -999,10 +999,10 @@ def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar,
     if bh_null is not None:
         cut = _bh_cut(hist, sc.n_rows, alpha)
         t_bh = float(bh_null[n_null - cut - 1]) if cut >= 0 else math.inf
-        by_group = {g: {"rows": v["rows"], "flagged": int(group_hist[g][:cut + 1].sum()),
-                        "rate": int(group_hist[g][:cut + 1].sum()) / max(v["rows"], 1)}
-                    for g, v in by_group.items()}
-        bh = {"threshold": t_bh, "flagged": int(hist[:cut + 1].sum()), "by_group": by_group}
+        bh_groups = {g: {"rows": v["rows"], "flagged": int(group_hist[g][:cut + 1].sum()),
+                         "rate": int(group_hist[g][:cut + 1].sum()) / max(v["rows"], 1)}
+                     for g, v in by_group.items()}
+        bh = {"threshold": t_bh, "flagged": int(hist[:cut + 1].sum()), "by_group": bh_groups}
     return n_flag, by_group, top, plot_scores, scores, t_score, above, bh
 
 
