@@ -119,12 +119,16 @@ def test_torchscript_file_end_to_end(adult, torch_target, tmp_path):
                "--batch-size", "512", "--no-progress"])
     assert rc == 0
     scores = pd.read_parquet(out / "scores.parquet")
-    assert list(scores.columns) == ["row_id", "faux_ng", "faux", "flagged"]   # faux_ng flags
+    # the scores are diagnostics; the effect verdict (its columns after flagged) flags
+    assert list(scores.columns) == ["row_id", "faux_ng", "faux", "flagged", "p", "p_cf",
+                                    "effect", "effect_lo", "effect_hi", "decision_changes",
+                                    "off_support", "unreachable", "p_value"]
     assert len(scores) == N and (scores.row_id.values == np.arange(N)).all()
     assert np.isfinite(scores[["faux", "faux_ng"]].values).all()
     assert ((scores.faux_ng >= 0) & (scores.faux_ng <= 1 + 1e-6)).all()
     summary = json.loads((out / "summary.json").read_text())
-    assert (scores.flagged == (scores.faux_ng > summary["settings"]["threshold"])).all()
+    assert (scores.flagged == scores.decision_changes).all()
+    assert summary["effects"]["sex"]["flagged"] == int(scores.flagged.sum())
     assert summary["flagged"]["count"] == int(scores.flagged.sum())
     t_ng = summary["thresholds"]["faux_ng"]
     assert t_ng["rows_above"] == int((scores.faux_ng > t_ng["threshold"]).sum())
