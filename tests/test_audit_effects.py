@@ -259,3 +259,21 @@ def test_the_help_example_gates_on_the_flagged_rate(tmp_path, capsys):
     assert s["flagged"]["rate"] > rate
     assert rc == EXIT_GATE
     assert "flagged" in capsys.readouterr().err
+
+
+def test_moved_features_name_swapped_levels_and_the_largest_continuous_moves():
+    from faux.audit.effects import Layout
+    from faux.audit.words import moved_features
+
+    names = ["age", "relationship=Husband", "relationship=Wife", "hours", "income", "smoker"]
+    x = np.array([[38.0, 1, 0, 40.0, 10.0, 0], [50.0, 0, 1, 30.0, 20.0, 1]])
+    layout = Layout.infer(x, names)
+    mean, scale = np.array([40.0, 0, 0, 35.0, 15.0, 0]), np.array([10.0, 1, 1, 5.0, 5.0, 1])
+    z = (x[0] - mean) / scale
+    z_cf = z.copy()
+    z_cf[0] += 0.32  # age +3.2
+    z_cf[3] += 0.1  # hours +0.5
+    z_cf[4] += 1e-5  # income: too small to name
+    moved = np.array([1, -1])  # relationship -> its level 1 (Wife); smoker unchanged
+    words = moved_features(layout, names, x[0], z_cf, moved, mean, scale, 3)
+    assert words == ["relationship: Husband → Wife", "age: 38 → 41.2", "hours: 40 → 40.5"]

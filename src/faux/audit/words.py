@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+MIN_MOVE = 1e-3  # a continuous feature named as moved: at least this many standard deviations
+
 
 def _num(v: float) -> str:
     return f"{float(v):.4g}"
@@ -27,8 +29,11 @@ def moved_features(layout, feats, x, z_cf, moved, mean, scale, n_continuous: int
         dz = np.abs(np.asarray(z_cf, dtype=np.float64)[cont] - z[cont])
         x_cf = mean + scale * np.asarray(z_cf, dtype=np.float64)
         for j in cont[np.argsort(-dz, kind="stable")][:n_continuous]:
-            if abs(z_cf[j] - z[j]) > 1e-9:
-                out.append(f"{feats[j]}: {_num(x[j])} → {_num(x_cf[j])}")
+            if abs(z_cf[j] - z[j]) >= MIN_MOVE:
+                old, new = _num(x[j]), _num(x_cf[j])
+                if old == new:  # a small move: enough digits to see it
+                    old, new = f"{float(x[j]):.7g}", f"{float(x_cf[j]):.7g}"
+                out.append(f"{feats[j]}: {old} → {new}")
     return out
 
 
