@@ -192,9 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "type for all or one per --protected column (default auto: 2 values binary, "
                    "up to 20 categorical, more numeric values continuous)")
     a.add_argument("--aux-seeds", type=int, default=AUX_SEEDS, metavar="N",
-                   help="aux models per view, trained with different seeds, that score the "
-                   "--sample rows for the group statistics' intervals over seeds; the first "
-                   f"scores every row (default {AUX_SEEDS}; at least 1)")
+                   help="aux models per view, trained with different seeds: under --verdict "
+                   "effect each gives every row a counterfactual and a row is flagged only when "
+                   "they all agree (1 + N model calls per row for a binary attribute); they "
+                   "also score the --sample rows for the intervals over seeds (default "
+                   f"{AUX_SEEDS}; at least 1)")
     a.add_argument("--min-cell", type=int, default=MIN_CELL, metavar="N",
                    help="intersection cells with fewer --sample rows than N are merged into "
                    f"one cell 'other' (default {MIN_CELL}; 0 merges none)")
