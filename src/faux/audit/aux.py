@@ -105,44 +105,87 @@ def _binary_label(y, sample_rows: int) -> np.ndarray:
     return (y.astype(str) == vals[1]).astype(np.float32)
 
 
+#: how ``train_aux_family`` trains several MLP aux models: "stacked" (one stacked network
+#: on one thread, ``faux.audit.aux_family``) or "separate" (one Lightning ``train_mlp`` each,
+#: the reference the stacked path equals)
+TRAINER = "stacked"
+
+
 def train_aux(z: np.ndarray, c_raw: np.ndarray, info: ProtectedInfo, y=None, *,
               kind: str = "mlp", width: int = 64, depth: int = 2, epochs: int = 30,
               seed: int = 0) -> tuple[nn.Module, dict]:
     """Aux model of standardised features ``z`` (logits (n,) or (n, k)) and its quality."""
+    return train_aux_family(z, [(c_raw, seed)], info, y, kind=kind, width=width, depth=depth,
+                            epochs=epochs)[0]
+
+
+def train_aux_family(z: np.ndarray, targets, info: ProtectedInfo, y=None, *,
+                     kind: str = "mlp", width: int = 64, depth: int = 2,
+                     epochs: int = 30) -> list[tuple[nn.Module, dict]]:
+    """``[train_aux(z, c_raw, info, y, seed=seed, ...) for c_raw, seed in targets]``: the
+    same models and qualities, the MLP classifiers trained together as one stacked network
+    (``TRAINER``); the others one after another. Torch runs on one thread meanwhile."""
+    from faux.audit.aux_family import one_thread
+
     if kind not in AUX_KINDS:
         raise ConfigError(f"aux={kind!r} is not one of {AUX_KINDS}")
-    tr, te = _split(z.shape[0], seed)
-    t = info.encode(c_raw)
+    if not targets:
+        return []
+    plans = []
+    for c_raw, seed in targets:
+        tr, te = _split(z.shape[0], seed)
+        plans.append((tr, te, info.encode(c_raw), int(seed)))
+    if info.kind == "continuous" and kind == "adel":
+        raise ConfigError("the Adel aux is a classifier; use --aux mlp for a continuous "
+                          "protected attribute")
+    yb = _binary_label(y, z.shape[0]) if kind == "adel" else None
+    sizes = dict(width=width, depth=depth, max_epochs=epochs, patience=5, batch_size=128)
+    if TRAINER == "separate":
+        nets = [_train_one(z, p, info, kind, yb, sizes) for p in plans]
+    elif kind == "mlp" and info.kind != "continuous":
+        from faux.audit.aux_family import Member, train_members
+
+        with one_thread():
+            nets = train_members([Member(z[tr], t[tr], z[te], t[te], seed)
+                                  for tr, te, t, seed in plans], **sizes)
+    else:
+        with one_thread():
+            nets = [_train_one(z, p, info, kind, yb, sizes) for p in plans]
+    return [_finish(net, z, p, info, kind, width, depth, epochs) for net, p in zip(nets, plans)]
+
+
+def _train_one(z, plan, info, kind, yb, sizes) -> nn.Module:
+    """One aux model, trained alone: a regression MLP, ``train_adel`` or ``train_mlp``."""
+    tr, te, t, seed = plan
     if info.kind == "continuous":
-        if kind == "adel":
-            raise ConfigError("the Adel aux is a classifier; use --aux mlp for a continuous "
-                              "protected attribute")
-        net = _train_regression(z[tr], t[tr], z[te], t[te], width=width, depth=depth,
-                                epochs=epochs, seed=seed)
-        with torch.no_grad():
-            pred = net(torch.as_tensor(z[te], dtype=torch.float32)).numpy()
+        return _train_regression(z[tr], t[tr], z[te], t[te], width=sizes["width"],
+                                 depth=sizes["depth"], epochs=sizes["max_epochs"], seed=seed)
+    if kind == "adel":
+        from dataclasses import replace
+
+        from faux.models.adel import GUARDS, train_adel
+
+        net, _ = train_adel(replace(GUARDS, **sizes), z[tr], t[tr], yb[tr], z[te], t[te],
+                            yb[te], seed=seed, accelerator="cpu")
+        return net
+    from faux.models.mlp import train_mlp
+
+    net, _ = train_mlp(z[tr], t[tr], z[te], t[te], seed=seed, accelerator="cpu", **sizes)
+    return net
+
+
+def _finish(net, z, plan, info, kind, width, depth, epochs) -> tuple[nn.Module, dict]:
+    """The trained aux frozen in eval mode, and its quality on its held-out rows."""
+    tr, te, t, _ = plan
+    net = net.eval()
+    with torch.no_grad():
+        pred = net(torch.as_tensor(z[te], dtype=torch.float32)).numpy()
+    if info.kind == "continuous":
         r2 = 1.0 - float(np.mean((pred - t[te]) ** 2)) / max(float(np.var(t[te])), 1e-12)
         quality = {"metric": "R2", "r2": r2, "chance": 0.0}
         near = r2 < NEAR_CHANCE_R2
     else:
-        sizes = dict(width=width, depth=depth, max_epochs=epochs, patience=5, batch_size=128)
-        if kind == "adel":
-            from dataclasses import replace
-
-            from faux.models.adel import GUARDS, train_adel
-
-            yb = _binary_label(y, z.shape[0])
-            net, _ = train_adel(replace(GUARDS, **sizes), z[tr], t[tr], yb[tr], z[te], t[te],
-                                yb[te], seed=seed, accelerator="cpu")
-        else:
-            from faux.models.mlp import train_mlp
-
-            net, _ = train_mlp(z[tr], t[tr], z[te], t[te], seed=seed, accelerator="cpu",
-                               **sizes)
-        net = net.eval()
-        with torch.no_grad():
-            logits = net(torch.as_tensor(z[te], dtype=torch.float32)).numpy()
-        quality = _classification_quality(logits, t[te], info)
+        quality = _classification_quality(pred, t[te], info)
         near = quality["auroc"] < NEAR_CHANCE_AUROC
     quality.update({"train_rows": int(len(tr)), "heldout_rows": int(len(te)), "kind": kind,
                     "width": width, "depth": depth, "max_epochs": epochs})

@@ -1,8 +1,8 @@
 """Calibrated thresholds of the audit: every method's scores of the sample rows under aux
 models trained on a randomly permuted protected attribute (the null distribution), their
 quantiles, the Benjamini-Hochberg cut over the rows, and summary.json's statement of the
-rule. A Ctrl-C while a null aux trains surfaces as Lightning's ``SystemExit``; the caller
-turns it into an interrupt."""
+rule. A Ctrl-C while a null aux trains surfaces as an interrupt (or, on the Lightning path,
+as Lightning's ``SystemExit``, which the caller turns into one)."""
 
 from __future__ import annotations
 
@@ -23,23 +23,25 @@ def _bh_cut(hist: np.ndarray, n: int, alpha: float) -> int:
 
 
 def _null_scores(target, aux_z, sc, z_sample, methods, *, aux, aux_width, aux_depth,
-                 aux_epochs, n_perm, seed, fd_step, batch_size, bar) -> dict:
+                 aux_epochs, n_perm, seed, fd_step, batch_size, bar, nets=None) -> dict:
     """Every method's scores of the sample rows under ``n_perm`` aux models trained, as the
     aux was, on a random permutation of the protected attribute (which breaks its link to
     the features). A null aux's logit has no unit of its own, so at every row it is
     steepened to the aux's gradient norm there (``Steepened``): a score that divides by the
     aux's gradient (fAux) then compares only the direction the aux found with directions
-    noise led to; scale-free scores (fAux+NG) are unchanged."""
+    noise led to; scale-free scores (fAux+NG) are unchanged. ``nets``: the null aux models
+    when they are already trained (on ``null_targets``' permutations, together with the
+    view's other aux models), else they are trained here."""
     from faux.audit.aux import Steepened
     from faux.audit.scoring import Scorer
 
     pooled: dict[str, list] = {m: [] for m in methods}
-    nets = []
     advance = bar.start("null models", n_perm * len(sc.x))
-    for net in null_auxes(z_sample, sc.c, sc.protected, sc.y, aux=aux, aux_width=aux_width,
-                          aux_depth=aux_depth, aux_epochs=aux_epochs, n_perm=n_perm,
-                          seed=seed):
-        nets.append(net)
+    if nets is None:
+        nets = list(null_auxes(z_sample, sc.c, sc.protected, sc.y, aux=aux,
+                               aux_width=aux_width, aux_depth=aux_depth,
+                               aux_epochs=aux_epochs, n_perm=n_perm, seed=seed))
+    for net in nets:
         scorer = Scorer(target, Steepened(net, aux_z), sc.mean, sc.scale, methods,
                         fd_step=fd_step, batch_size=batch_size)
         for s in range(0, len(sc.x), batch_size):
@@ -54,17 +56,21 @@ def _null_scores(target, aux_z, sc, z_sample, methods, *, aux, aux_width, aux_de
     return {"scores": scores, "rows": int(len(sc.x)), "nets": nets}
 
 
+def null_targets(c, n_perm: int, seed: int) -> list:
+    """``(permuted c, seed)`` of each of the ``n_perm`` null aux models of an audit."""
+    rng = np.random.default_rng([seed, 1])
+    return [(c[rng.permutation(len(c))], (seed + 1 + p) % (SEED_MAX + 1))
+            for p in range(n_perm)]
+
+
 def null_auxes(z_sample, c, info, y, *, aux, aux_width, aux_depth, aux_epochs, n_perm, seed):
     """The ``n_perm`` aux models trained, as the aux was, on random permutations of the
-    protected attribute ``c`` (the same ones whatever uses them)."""
-    from faux.audit.aux import train_aux
+    protected attribute ``c`` (the same ones whatever uses them), trained together
+    (``train_aux_family``)."""
+    from faux.audit.aux import train_aux_family
 
-    rng = np.random.default_rng([seed, 1])
-    for p in range(n_perm):
-        perm = rng.permutation(len(c))
-        net, _ = train_aux(z_sample, c[perm], info, y, kind=aux, width=aux_width,
-                           depth=aux_depth, epochs=aux_epochs,
-                           seed=(seed + 1 + p) % (SEED_MAX + 1))
+    for net, _ in train_aux_family(z_sample, null_targets(c, n_perm, seed), info, y, kind=aux,
+                                   width=aux_width, depth=aux_depth, epochs=aux_epochs):
         yield net
 
 

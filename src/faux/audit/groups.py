@@ -192,23 +192,22 @@ def train_views(views: list[View], target, sc: Scan, z_sample: np.ndarray, metho
     """Aux models, scorers, thresholds and the sample scores of every seed of each view.
     ``primary``: the first view's aux, quality, thresholds and null (already computed);
     ``settings``: aux, aux_width, aux_depth, aux_epochs, seed, fd_step, batch_size, rule,
-    alpha, null_permutations, manual (the manual thresholds, or None)."""
-    from faux.audit.aux import train_aux
+    alpha, null_permutations, manual (the manual thresholds, or None). A view's aux models
+    still to train (its aux, its null models, its other seeds) train together
+    (``train_aux_family``: one stacked network, each model as it would be alone)."""
     from faux.audit.calibration import _null_quantile, _null_scores
     from faux.audit.scoring import Scorer
 
     st = settings
-    train = dict(kind=st["aux"], width=st["aux_width"], depth=st["aux_depth"],
-                 epochs=st["aux_epochs"])
     score_kw = dict(fd_step=st["fd_step"], batch_size=st["batch_size"])
     for i, v in enumerate(views):
+        nets = _view_family(v, i == 0, sc, z_sample, aux_seeds, st)
         if i == 0:
             v.aux, v.quality = primary["aux"], primary["quality"]
             v.thresholds, v.null = primary["thresholds"], primary["null"]
             v.scorer = primary["scorer"]
         else:
-            v.aux, v.quality = train_aux(z_sample, v.sample_c, v.info, sc.y,
-                                         seed=st["seed"], **train)
+            v.aux, v.quality = nets["aux"]
             v.scorer = Scorer(target, v.aux, sc.mean, sc.scale, methods, **score_kw)
             if st["manual"] is not None:
                 v.thresholds = dict(st["manual"])
@@ -220,15 +219,15 @@ def train_views(views: list[View], target, sc: Scan, z_sample: np.ndarray, metho
                                       aux_epochs=st["aux_epochs"],
                                       n_perm=st["null_permutations"], seed=st["seed"],
                                       fd_step=st["fd_step"],
-                                      batch_size=st["batch_size"], bar=bar)
+                                      batch_size=st["batch_size"], bar=bar,
+                                      nets=nets["null"])
                 v.thresholds = {m: _null_quantile(v.null["scores"][m], st["alpha"])
                                 for m in methods}
         for s in range(aux_seeds):
             if s == 0:
                 scorer, net = v.scorer, v.aux
             else:
-                net, _ = train_aux(z_sample, v.sample_c, v.info, sc.y,
-                                   seed=aux_seed(st["seed"], s), **train)
+                net = nets["seeds"][s - 1]
                 scorer = Scorer(target, net, sc.mean, sc.scale, methods[:1], **score_kw)
             v.auxes.append(net)
             v.seed_scores.append(_score_rows(scorer, sc.x, methods[0], st["batch_size"]))
@@ -237,6 +236,29 @@ def train_views(views: list[View], target, sc: Scan, z_sample: np.ndarray, metho
         if st.get("effect") and v.kind == "attribute":  # the effect verdict flags its rows
             bh_null = None
         v.stats = GroupStats(edges, bh_null)
+
+
+def _view_family(v: View, primary: bool, sc: Scan, z_sample, aux_seeds: int, st) -> dict:
+    """The aux models of view ``v`` not yet trained, trained together: ``aux`` (model,
+    quality) and ``null`` (its null models, when thresholds are calibrated) unless ``v`` is
+    the primary view (whose aux and null models the audit trained first), and ``seeds``
+    (the aux models of seeds 1 .. aux_seeds - 1)."""
+    from faux.audit.aux import train_aux_family
+    from faux.audit.calibration import null_targets
+
+    targets = [] if primary else [(v.sample_c, st["seed"])]
+    n_null = 0
+    if not primary and st["manual"] is None:
+        nulls = null_targets(v.sample_c, st["null_permutations"], st["seed"])
+        targets, n_null = targets + nulls, len(nulls)
+    targets += [(v.sample_c, aux_seed(st["seed"], s)) for s in range(1, aux_seeds)]
+    fam = train_aux_family(z_sample, targets, v.info, sc.y, kind=st["aux"],
+                           width=st["aux_width"], depth=st["aux_depth"],
+                           epochs=st["aux_epochs"])
+    k = 0 if primary else 1
+    return {"aux": None if primary else fam[0],
+            "null": [net for net, _ in fam[k:k + n_null]] if n_null else None,
+            "seeds": [net for net, _ in fam[k + n_null:]]}
 
 
 def _score_rows(scorer, x: np.ndarray, method: str, batch_size: int) -> np.ndarray:
