@@ -1,5 +1,7 @@
 """Pipelines that encode string columns: split, layout, batches, unseen categories."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -127,3 +129,58 @@ def test_the_counterfactual_swaps_the_category_the_aux_reads():
     assert (cf.moved[husband, bi] == 3).all()          # Husband -> Wife
     raw = cf.z.numpy() * scale + mean
     assert np.isin(np.round(raw[:, blocks], 12), (0.0, 1.0)).all()
+
+
+def _pipeline_world(n=3000):
+    X, sex, _ = people(n, seed=1)
+    rng = np.random.default_rng(2)
+    y = ((X["relationship"] == "Husband") * 1.5 + (X["hours"] - 40) / 10
+         + 0.3 * rng.normal(size=n) > 0.8).astype(int)
+    return X, sex, y, fitted(X, y)
+
+
+def test_an_audit_of_a_pipeline_on_raw_string_columns_swaps_categories(tmp_path):
+    import faux
+
+    X, sex, y, model = _pipeline_world()
+    res = faux.audit(model, X, pd.Series(sex, index=X.index, name="sex"), seed=0,
+                     progress=False, sample=2000, out_dir=tmp_path / "mem")
+    flagged = res.scores["flagged"].to_numpy()
+    assert flagged.sum() > 0
+    words = json.dumps(res.summary["effects"]["sex"]["rows"], ensure_ascii=False)
+    assert "relationship: Husband → Wife" in words or "relationship: Wife → Husband" in words
+    # the truth: a flagged Husband row's decision changes when only relationship is swapped
+    swap = X.assign(relationship=X["relationship"].map(
+        {"Husband": "Wife", "Wife": "Husband"}).fillna(X["relationship"]))
+    truth = (model.predict_proba(X)[:, 1] >= 0.5) != (model.predict_proba(swap)[:, 1] >= 0.5)
+    assert (flagged & truth).sum() / flagged.sum() >= 0.8
+    assert (flagged & truth).sum() / truth.sum() >= 0.5
+    # the same data from a CSV file, the protected column beside the features
+    path = tmp_path / "people.csv"
+    X.assign(sex=sex).to_csv(path, index=False)
+    res_f = faux.audit(model, data=path, protected="sex", seed=0, progress=False, sample=2000,
+                       out_dir=tmp_path / "file")
+    np.testing.assert_array_equal(res_f.summary["flagged"]["count"],
+                                  res.summary["flagged"]["count"])
+
+
+def test_a_pipeline_meeting_an_unseen_category_is_one_line_and_writes_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    import skops.io as sio
+
+    X, sex, y, model = _pipeline_world(600)
+    sio.dump(model, tmp_path / "m.skops")
+    bad = X.assign(sex=sex)
+    bad.loc[17, "job"] = "astronaut"
+    bad.to_csv(tmp_path / "d.csv", index=False)
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "faux.audit.cli", "audit", "--model",
+                        str(tmp_path / "m.skops"), "--data", str(tmp_path / "d.csv"),
+                        "--protected", "sex", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "'astronaut'" in lines[0] and "row 17" in lines[0]
+    assert not out.exists()

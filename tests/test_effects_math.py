@@ -29,7 +29,8 @@ def test_linear_aux_path_is_the_minimum_norm_step_for_any_k():
     aux = linear(w, 0.3)
     gaps = E.group_gaps(aux, z, c.numpy(), "binary")
     wt = torch.tensor(w, dtype=torch.float64)
-    shift = torch.where(c > 0.5, -gaps["gap"], gaps["gap"])
+    g = torch.full((50,), gaps["gap"], dtype=torch.float64)
+    shift = torch.where(c > 0.5, -g, g)
     expect = z + shift[:, None] * wt / (wt @ wt)
     for k in (1, 3, 16):
         cf = E.counterfactual(aux, z, c, "binary", gaps, cont_layout(4), np.zeros(4),
@@ -251,3 +252,46 @@ def test_verdict_needs_every_aux_to_agree():
     assert m["flagged"].tolist() == [True, False, True, False]
     m = E.verdict(p, p_cf, materiality=0.04)
     assert m["flagged"].tolist() == [True, True, True, True]
+
+
+def test_a_category_as_common_in_both_groups_stays_and_a_group_carrier_swaps():
+    rng = np.random.default_rng(6)
+    n = 4000
+    c = rng.integers(0, 2, n)
+    married = rng.random(n) < 0.5
+    rel = np.where(married, np.where(c == 1, 0, 1), 2)     # Husband, Wife, Unmarried
+    x = np.eye(3)[rel]
+    mean, scale = x.mean(axis=0), np.ones(3)
+    z = torch.tensor(x - mean)
+    lay = E.Layout.infer(x, ["rel_Husband", "rel_Wife", "rel_Unmarried"])
+    xs, xm = torch.tensor(scale), torch.tensor(mean)
+
+    def aux(t):
+        r = t * xs + xm
+        return 4 * r[:, 0] - 4 * r[:, 1]
+
+    ct = torch.tensor(c)
+    gaps = E.group_gaps(aux, z, c, "binary")
+    con = E.level_contrasts(z, c, "binary", lay, mean, scale)
+    cf = E.counterfactual(aux, z, ct, "binary", gaps, lay, mean, scale, contrasts=con)
+    moved = cf.moved[:, 0].numpy()
+    assert (moved[rel == 0] == 1).all() and (moved[rel == 1] == 0).all()
+    assert (moved[rel == 2] == -1).all()       # unmarried rows keep their level
+    free = E.counterfactual(aux, z, ct, "binary", gaps, lay, mean, scale)
+    assert (free.moved[rel == 2, 0].numpy() >= 0).any()   # without the rule they would move
+
+
+def test_the_continuous_path_is_never_longer_than_the_groups_distance():
+    rng = np.random.default_rng(7)
+    c = rng.integers(0, 2, 500)
+    z = torch.tensor(np.stack([0.3 * c + rng.normal(size=500), rng.normal(size=500)], 1))
+    lay = cont_layout(2)
+    reach = E.group_reach(z, c, "binary", lay)
+    expect = np.linalg.norm(z[c == 1].mean(0).numpy() - z[c == 0].mean(0).numpy())
+    assert reach == pytest.approx(expect)
+    cf = E.counterfactual(linear([1.0, 0.0]), z, torch.tensor(c), "binary", {"gap": 5.0},
+                          lay, np.zeros(2), np.ones(2), reach=reach)
+    np.testing.assert_allclose((cf.z - z).norm(dim=1).numpy(), reach, rtol=1e-9)
+    short = E.counterfactual(linear([1.0, 0.0]), z, torch.tensor(c), "binary",
+                             {"gap": 0.1}, lay, np.zeros(2), np.ones(2), reach=reach)
+    np.testing.assert_allclose((short.z - z).norm(dim=1).numpy(), 0.1, rtol=1e-9)

@@ -236,6 +236,37 @@ class _Progress:
             self.bar.stop()
 
 
+def _encodes_itself(model) -> bool:
+    """True for an in-memory Pipeline whose first steps encode its columns (the data's
+    columns are then checked after the split); a file is loaded first and checked after."""
+    from faux.audit.encoders import split
+
+    return not isinstance(model, str | Path) and split(model) is not None
+
+
+def _encoded(model, source, features, exact: bool):
+    """A Pipeline that encodes its own (string) columns: the model after its encoders, the
+    data as the encoders output them, their column names as the features and their
+    categorical blocks (``faux.audit.encoders``); anything else as it is (no blocks known)."""
+    from faux.audit.encoders import EncodedSource, split
+    from faux.audit.models import TargetModel, as_target
+
+    est = model.estimator if isinstance(model, TargetModel) else model
+    enc = split(est) if est is not None else None
+    if enc is None:
+        return model, source, features, None
+    if features is not None and list(features) != enc.raw_features:
+        raise ConfigError(f"the model is a Pipeline that reads the columns {enc.raw_features[:6]}"
+                          f"{' ...' if len(enc.raw_features) > 6 else ''} itself; leave "
+                          "--features out")
+    rest = as_target(enc.rest, len(enc.names), exact=exact)
+    if isinstance(model, TargetModel):  # a file: keep what it was read from
+        for k in ("file", "sha256", "loader", "obj_class"):
+            setattr(rest, k, getattr(model, k))
+    rest.source = f"{getattr(model, 'source', type(est).__name__)} (after its encoders)"
+    return rest, EncodedSource(source, enc), list(enc.names), enc.layout
+
+
 def _check_model_on_sample(target, x: np.ndarray) -> None:
     if target.n_features is not None and target.n_features != x.shape[1]:
         raise DataError(f"the model reads {target.n_features} features but the data has "
@@ -714,7 +745,15 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                 features = [f for f in source.columns if f not in drop]
     extra = [] if data is not None else [
         v for v in [*c_cols, y_col] if v is not None and v not in source.columns]
-    feats = check_columns(source.columns + extra, c_cols, y_col, features, source.name)
+    encodes = _encodes_itself(model)
+    feats = None if encodes else check_columns(source.columns + extra, c_cols, y_col,
+                                               features, source.name)
+    if isinstance(model, str | Path):  # before the data pass: a bad model fails fast
+        model = load_model(model, None if feats is None else len(feats),
+                           trust_pickle=trust_pickle, trusted_types=trusted_types, exact=exact)
+    model, source, features, layout = _encoded(model, source, features, exact)
+    if layout is not None or feats is None:
+        feats = check_columns(source.columns + extra, c_cols, y_col, features, source.name)
     c_col = c_cols[0]
     name = name or source.name
     thr = fail_above if fail_above is not None else threshold
@@ -725,11 +764,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
         out = Path(out_dir) if out_dir is not None else _default_out(name)
         if out_dir is None:
             _inspect_out(Path(os.path.abspath(out)), files, force)
-    if isinstance(model, str | Path):  # before the data pass: a bad model fails fast
-        target = load_model(model, len(feats), trust_pickle=trust_pickle,
-                            trusted_types=trusted_types, exact=exact)
-    else:
-        target = as_target(model, len(feats), exact=exact)
+    target = as_target(model, len(feats), exact=exact)
     check_methods_for(target, methods)
     _check_fd_step_for(target, fd_step)
 
@@ -778,7 +813,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                                       aux_width=aux_width, aux_depth=aux_depth,
                                       aux_epochs=int(aux_epochs)),
                     target, sc, z_sample, feats, settings=eff_settings,
-                    batch_size=min(int(batch_size), 65_536))
+                    batch_size=min(int(batch_size), 65_536), layout=layout)
             except SystemExit:
                 raise _Interrupted from None
             if out is not None:

@@ -32,16 +32,20 @@ class EffectPass:
     """One protected attribute's effects: prepared on the sample, then fed every batch."""
 
     def __init__(self, name, info, auxes, null_nets, sc, z_sample, sample_c, feats, *,
-                 settings: Settings, proba, primary: bool, batch_size: int):
+                 settings: Settings, proba, primary: bool, batch_size: int, layout=None):
         self.name, self.info, self.kind = name, info, info.kind
         self.auxes, self.st, self.proba, self.primary = list(auxes), settings, proba, primary
         self.mean, self.scale, self.feats = sc.mean, sc.scale, list(feats)
         self.sample_rows, self.n_sample = sc.sample_rows, len(sc.x)
-        self.layout = fx.Layout.infer(sc.x, feats)
+        # the encoders' own blocks for a Pipeline that encodes its columns, else inferred
+        self.layout = layout if layout is not None else fx.Layout.infer(sc.x, feats)
         self.lo, self.hi = fx.support_box(z_sample, settings.support_margin)
         zt = torch.as_tensor(z_sample, dtype=torch.float32)
         ci = c_index(info, sample_c)
         self.gaps = [fx.group_gaps(a, zt, ci.numpy(), self.kind) for a in self.auxes]
+        self.contrasts = fx.level_contrasts(zt, ci.numpy(), self.kind, self.layout, self.mean,
+                                            self.scale)
+        self.reach = fx.group_reach(zt, ci.numpy(), self.kind, self.layout)
         null_gaps = [fx.group_gaps(a, zt, ci.numpy(), self.kind) for a in null_nets]
         p, p_cf = self._run(null_nets, null_gaps, zt, ci, batch_size)
         self.null_dp = p_cf - p[None]  # (n_null, n_sample)
@@ -59,7 +63,8 @@ class EffectPass:
         for s in range(0, zt.shape[0], batch_size):
             r = fx.effects(self.proba, nets, gaps, zt[s:s + batch_size],
                            ci[s:s + batch_size], self.kind, self.layout, self.mean,
-                           self.scale, steps=self.st.steps, lo=self.lo, hi=self.hi)
+                           self.scale, steps=self.st.steps, lo=self.lo, hi=self.hi,
+                           contrasts=self.contrasts, reach=self.reach)
             ps.append(r["p"])
             pcs.append(r["p_cf"])
         return np.concatenate(ps), np.concatenate(pcs, axis=1)
@@ -74,7 +79,7 @@ class EffectPass:
         z = torch.as_tensor((b.x - self.mean) / self.scale, dtype=torch.float32)
         r = fx.effects(self.proba, self.auxes, self.gaps, z, c_index(self.info, c_raw),
                        self.kind, self.layout, self.mean, self.scale, steps=st.steps,
-                       lo=self.lo, hi=self.hi)
+                       lo=self.lo, hi=self.hi, contrasts=self.contrasts, reach=self.reach)
         v = fx.verdict(r["p"], r["p_cf"], st.decision_threshold, st.materiality)
         thr = st.decision_threshold
         changes = ((r["p_cf"] >= thr) != (r["p"] >= thr)[None]).all(axis=0)
@@ -201,16 +206,17 @@ def _gap_value(g: dict):
 
 
 def prepare(views, null_of, target, sc, z_sample, feats, *, settings: Settings,
-            batch_size: int) -> list[EffectPass]:
+            batch_size: int, layout=None) -> list[EffectPass]:
     """An ``EffectPass`` per attribute view (the first is the primary one). ``null_of(v)``:
-    the view's permuted-attribute aux models."""
+    the view's permuted-attribute aux models; ``layout``: the features' categorical blocks
+    when known (``faux.audit.encoders``), else inferred from the sample."""
     out = []
     for i, v in enumerate(views):
         if v.kind != "attribute":
             continue
         out.append(EffectPass(v.name, v.info, v.auxes, null_of(v), sc, z_sample, v.sample_c,
                               feats, settings=settings, proba=target.proba, primary=i == 0,
-                              batch_size=batch_size))
+                              batch_size=batch_size, layout=layout))
     return out
 
 

@@ -141,7 +141,8 @@ def directions(aux: nn.Module, z: torch.Tensor, c_index: torch.Tensor, kind: str
     n = z.shape[0]
     if kind == "binary":
         g = float(gaps["gap"])
-        return [Direction(None, torch.where(c_index > 0.5, -g, g).to(z.dtype))]
+        one = torch.ones(z.shape[0], dtype=z.dtype, device=z.device)
+        return [Direction(None, torch.where(c_index > 0.5, -g * one, g * one))]
     if kind == "continuous":
         s = float(gaps["slope"])
         one = torch.ones(n, dtype=z.dtype, device=z.device)
@@ -185,6 +186,45 @@ def group_gaps(aux: nn.Module, z: torch.Tensor, c_index: np.ndarray, kind: str) 
     return {"margin": np.nan_to_num(margin)}
 
 
+#: a level counts as carrying a group when its share in that group exceeds its share in the
+#: other by this many standard errors (two-proportion z statistic)
+Z_LEVEL = 2.0
+
+
+def level_contrasts(z: torch.Tensor, c_index, kind: str, layout: Layout, x_mean,
+                    x_scale) -> list[np.ndarray] | None:
+    """Per categorical block, ``zs[l, g, h]``: the two-proportion z statistic of level l's
+    share among group g's sample rows over its share among group h's. A row of group g may
+    leave its level only if that level is over-represented in g against the other group h,
+    and only for a level over-represented in h (:data:`Z_LEVEL`): a category as common in
+    both groups stays what it is. None for a continuous attribute (no groups)."""
+    if kind == "continuous" or not layout.blocks:
+        return None
+    c = np.asarray(c_index).astype(int)
+    k = int(c.max()) + 1 if kind == "categorical" else 2
+    xm = torch.as_tensor(x_mean, dtype=z.dtype, device=z.device)
+    xs = torch.as_tensor(x_scale, dtype=z.dtype, device=z.device)
+    out = []
+    for block in layout.blocks:
+        lev = _current_level(z, block, xm, xs).cpu().numpy()
+        L = len(block.levels)
+        n = np.array([(c == g).sum() for g in range(k)], dtype=float)
+        cnt = np.array([[((lev == li) & (c == g)).sum() for g in range(k)] for li in range(L)],
+                       dtype=float)
+        share = cnt / np.maximum(n, 1)[None]
+        zs = np.zeros((L, k, k))
+        for g in range(k):
+            for h in range(k):
+                if g == h or n[g] == 0 or n[h] == 0:
+                    continue
+                pooled = (cnt[:, g] + cnt[:, h]) / (n[g] + n[h])
+                se = np.sqrt(pooled * (1 - pooled) * (1 / n[g] + 1 / n[h]))
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    zs[:, g, h] = np.where(se > 0, (share[:, g] - share[:, h]) / se, 0.0)
+        out.append(zs)
+    return out
+
+
 def _scalar_of(aux, z, own, level):
     return aux_scalar(aux(z), own, level)
 
@@ -207,10 +247,12 @@ def _current_level(z, block: Block, x_mean, x_scale) -> torch.Tensor:
 
 
 @torch.no_grad()
-def _swaps(aux, z, own, level, target, sign, layout, x_mean, x_scale):
+def _swaps(aux, z, own, level, target, sign, layout, x_mean, x_scale, allowed=None):
     """Greedy categorical swaps: each round, per row, the swap among the blocks not yet
     swapped that moves the aux furthest towards ``target`` is applied while the target is
-    not reached. Returns the new rows and (n, n_blocks) new level indices (-1: unchanged)."""
+    not reached. ``allowed(bi, current_levels, candidate)``: a (n,) mask of the rows that may
+    make that swap (None: all). Returns the new rows and (n, n_blocks) new level indices
+    (-1: unchanged)."""
     n, nb = z.shape[0], len(layout.blocks)
     z = z.clone()
     moved = torch.full((n, nb), -1, dtype=torch.long, device=z.device)
@@ -231,6 +273,8 @@ def _swaps(aux, z, own, level, target, sign, layout, x_mean, x_scale):
                 gain = sign * (_scalar_of(aux, _swap(z, block, li, x_mean, x_scale), own, level)
                                - now)
                 ok = free & todo & (cur[bi] != li) & (gain > best_gain)
+                if allowed is not None:
+                    ok = ok & allowed(bi, cur[bi], li)
                 best_gain = torch.where(ok, gain, best_gain)
                 best_b = torch.where(ok, torch.full_like(best_b, bi), best_b)
                 best_l = torch.where(ok, torch.full_like(best_l, li), best_l)
@@ -247,10 +291,13 @@ def _swaps(aux, z, own, level, target, sign, layout, x_mean, x_scale):
     return z, moved
 
 
-def _path(aux, z, own, level, target, steps, mask):
+def _path(aux, z, own, level, target, steps, mask, reach=None):
     """K first-order steps of the continuous features towards ``target``; the rows whose
-    continuous aux gradient vanishes stay (returned as ``stuck``)."""
+    continuous aux gradient vanishes stay (returned as ``stuck``). ``reach`` (n,): the
+    longest path a row may take in standardised units (None: no limit); a row stops where
+    its steps add up to it."""
     stuck = torch.zeros(z.shape[0], dtype=torch.bool, device=z.device)
+    left = None if reach is None else reach.clone().to(z.dtype)
     with torch.no_grad():
         start = _scalar_of(aux, z, own, level)
     step = (target - start) / steps
@@ -262,8 +309,38 @@ def _path(aux, z, own, level, target, steps, mask):
         nn2 = (g * g).sum(dim=1)
         ok = nn2 > 1e-12
         stuck |= ~ok & (step != 0)
-        z = z.detach() + torch.where(ok, step / torch.where(ok, nn2, 1.0), 0.0)[:, None] * g
+        move = torch.where(ok, step / torch.where(ok, nn2, 1.0), 0.0)[:, None] * g
+        if left is not None:
+            size = move.norm(dim=1)
+            scale = torch.where(size > left, left / torch.where(size > 0, size, 1.0), 1.0)
+            move = move * scale[:, None]
+            left = (left - size * scale).clamp_min(0)
+        z = z.detach() + move
     return z.detach(), stuck
+
+
+def group_reach(z: torch.Tensor, c_index, kind: str, layout: Layout):
+    """How far the groups' means lie apart in the continuous features (standardised units):
+    the binary attribute's ``|mean(z | 1) - mean(z | 0)|``, ``reach[j, i]`` between levels j
+    and i of a categorical one, a continuous one's change of the means per standard
+    deviation. The counterfactual's continuous path is never longer (:func:`_path`): a
+    feature moves at most as far as the groups differ on it."""
+    cont = list(layout.continuous)
+    if not cont:
+        return None
+    zc = z[:, cont].double().cpu().numpy()
+    c = np.asarray(c_index, dtype=np.float64)
+    if kind == "continuous":
+        cc = c - c.mean()
+        var = float((cc ** 2).mean())
+        slope = (cc[:, None] * (zc - zc.mean(axis=0))).mean(axis=0) / var if var > 0 else 0.0
+        return float(np.linalg.norm(slope))
+    ci = c.astype(int)
+    k = int(ci.max()) + 1 if kind == "categorical" else 2
+    means = np.stack([zc[ci == g].mean(axis=0) if (ci == g).any() else np.full(len(cont), np.nan)
+                      for g in range(k)])
+    dist = np.linalg.norm(means[:, None, :] - means[None, :, :], axis=2)
+    return float(dist[0, 1]) if kind == "binary" else np.nan_to_num(dist)
 
 
 @dataclass
@@ -277,9 +354,39 @@ class Counterfactual:
     unreachable: torch.Tensor
 
 
+def _allowed(contrasts, c_index, kind: str, d: Direction):
+    """The swap rule of :func:`level_contrasts` for rows of groups ``c_index`` moving
+    towards the other group (binary) or level ``d.level`` (categorical); None: no rule."""
+    if contrasts is None:
+        return None
+    g = c_index.long().clamp_min(0)
+    h = (1 - g) if kind == "binary" else torch.full_like(g, int(d.level))
+    g_np, h_np = g.cpu().numpy(), h.cpu().numpy()
+
+    def rule(bi, current, candidate):
+        zs = contrasts[bi]
+        cur = current.cpu().numpy()
+        leave = zs[cur, g_np, h_np] > Z_LEVEL
+        enter = zs[candidate, h_np, g_np] > Z_LEVEL
+        return torch.as_tensor(leave & enter, device=current.device)
+
+    return rule
+
+
+def _reach_of(reach, c_index, kind: str, d: Direction, z: torch.Tensor):
+    """Each row's path limit from :func:`group_reach` (None: no limit)."""
+    if reach is None:
+        return None
+    if np.ndim(reach) == 0:
+        return torch.full((z.shape[0],), float(reach), dtype=z.dtype, device=z.device)
+    g = c_index.long().cpu().numpy()
+    return torch.as_tensor(np.asarray(reach)[int(d.level), g], dtype=z.dtype, device=z.device)
+
+
 def counterfactual(aux: nn.Module, z: torch.Tensor, c_index: torch.Tensor, kind: str,
                    gaps: dict, layout: Layout, x_mean, x_scale, *, steps: int = STEPS,
-                   lo=None, hi=None, direction: Direction | None = None) -> Counterfactual:
+                   lo=None, hi=None, direction: Direction | None = None,
+                   contrasts=None, reach=None) -> Counterfactual:
     """The counterfactual of rows ``z`` along one direction (the first of
     :func:`directions` unless given). ``lo``/``hi``: the support box of the continuous
     features in standardised units (None: no support check)."""
@@ -293,12 +400,14 @@ def counterfactual(aux: nn.Module, z: torch.Tensor, c_index: torch.Tensor, kind:
         start = _scalar_of(aux, z, own, d.level)
     target = start + d.shift
     sign = torch.sign(d.shift)
-    z1, moved = _swaps(aux, z, own, d.level, target, sign, layout, xm, xs)
+    z1, moved = _swaps(aux, z, own, d.level, target, sign, layout, xm, xs,
+                       _allowed(contrasts, c_index, kind, d))
     with torch.no_grad():
         now = _scalar_of(aux, z1, own, d.level)
     left = torch.where(sign * (target - now) > 0, target, now)   # never walk back
     mask = layout.mask(z.device)
-    z2, stuck = _path(aux, z1, own, d.level, left, int(steps), mask) if mask.any() else (
+    z2, stuck = _path(aux, z1, own, d.level, left, int(steps), mask,
+                      _reach_of(reach, c_index, kind, d, z)) if mask.any() else (
         z1, sign * (target - now) > 0)
     off = torch.zeros(z.shape[0], dtype=torch.bool, device=z.device)
     if lo is not None and mask.any():
@@ -318,7 +427,8 @@ def support_box(z_sample: np.ndarray, margin: float = SUPPORT_MARGIN):
 
 
 def effects(proba, auxes, gaps, z: torch.Tensor, c_index: torch.Tensor, kind: str,
-            layout: Layout, x_mean, x_scale, *, steps: int = STEPS, lo=None, hi=None) -> dict:
+            layout: Layout, x_mean, x_scale, *, steps: int = STEPS, lo=None, hi=None,
+            contrasts=None, reach=None) -> dict:
     """The model's probability at rows ``z`` and at their counterfactual under each aux model.
 
     ``proba``: raw rows (numpy (m, d)) -> probability (m,), called once for the rows and their
@@ -333,7 +443,8 @@ def effects(proba, auxes, gaps, z: torch.Tensor, c_index: torch.Tensor, kind: st
     cfs = []
     for aux, gap in zip(auxes, gaps, strict=True):
         cfs.append([counterfactual(aux, z, c_index, kind, gap, layout, xm, xs, steps=steps,
-                                   lo=lo, hi=hi, direction=d)
+                                   lo=lo, hi=hi, direction=d, contrasts=contrasts,
+                                   reach=reach)
                     for d in directions(aux, z, c_index, kind, gap)])
     rows = [z.double().cpu().numpy()] + [cf.z.double().cpu().numpy()
                                          for per in cfs for cf in per]

@@ -127,6 +127,7 @@ class TargetModel:
     exact_from: str | None = None
     output: str = "logit"
     twin: object | None = None  # the faux.audit.exact.Twin behind a converted module
+    estimator: object | None = None  # the scikit-learn-like object behind ``proba_fn``
 
     @property
     def differentiable(self) -> bool:
@@ -293,7 +294,7 @@ def from_estimator(est, source: str = "estimator", exact: bool = True) -> Target
         raise ConfigError(f"{type(est).__name__} has neither predict_proba nor predict; pass a "
                           "fitted classifier, a torch module or a model file")
     tm = TargetModel(proba, f"{type(est).__module__.split('.')[0]} {kind}", source,
-                     n_features=None if width is None else int(width))
+                     n_features=None if width is None else int(width), estimator=est)
     if exact:
         _attach_twin(tm, est)
     return tm
