@@ -66,7 +66,7 @@ def _split(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _train_regression(z, t, zv, tv, *, width, depth, epochs, seed, batch_size=128, lr=1e-3,
                       patience=5) -> nn.Module:
-    from faux.models.mlp import MLP
+    from faux.models.net import MLP
 
     g = torch.Generator().manual_seed(seed)
     with torch.random.fork_rng(devices=[]):

@@ -7,15 +7,21 @@ split of the sample and its own targets. Trained one by one through Lightning, a
 at batch 128 spends most of its time in per-step overhead and in thread hand-offs between
 the two cores; the audit waited minutes for models that compute in seconds.
 
-:func:`train_members` trains them as one :class:`faux.models.stacked.StackedMLP` (the exact
-kernels): member ``e``'s mini-batch (its own shuffling generator, seeded as ``train_mlp``
-seeds it, over its own training rows) goes through the stack with the other members' in one
-forward and backward pass; the summed loss gives every member its own gradient and Adam acts
+:func:`train_members` trains them as one :class:`MemberStack`: member ``e``'s mini-batch
+(its own shuffling generator, seeded as ``train_mlp`` seeds it, over its own training rows)
+goes through the stack with the other members' in one forward and backward pass; the summed loss gives every member its own gradient and Adam acts
 element by element, so each member ends with the weights ``train_mlp`` gives it alone (tested
 in tests/test_audit_speed_paths.py). Each member keeps its own early stopping (patience on
 its own validation loss, best epoch restored); a member that stops leaves the stack. The
 loop is plain PyTorch on one thread (:func:`one_thread`; the caller's thread count is
-restored afterwards): at these sizes a second thread only adds synchronisation.
+restored afterwards): at these sizes a second thread only adds synchronisation. Nothing
+here imports Lightning (seconds of import time for a command-line audit).
+
+Unlike ``faux.models.stacked`` (one ``baddbmm`` per layer, equal to the single networks
+to float32 rounding at the studies' shapes), every member here runs its layers through
+``F.linear`` on its own slices; that costs a few more kernel calls per step, and makes each
+member bit for bit the network trained alone at every shape, as an audit's flags must not
+move with how its models were scheduled.
 """
 
 from __future__ import annotations
@@ -28,9 +34,8 @@ import torch
 from torch.nn import functional as F
 
 from faux.errors import ConfigError
-from faux.models.mlp import MLP, check_classification_data
-from faux.models.stacked import _keep_members
-from faux.models.training import TensorBatches
+from faux.models.net import MLP, check_classification_data
+from faux.models.tensors import TensorBatches
 
 VAL_CHUNK = 4096  # rows per validation batch, as ``fit`` batches them at batch sizes <= 4096
 
@@ -114,6 +119,19 @@ class MemberStack(torch.nn.Module):
                 lin.weight.copy_(w[e])
                 lin.bias.copy_(b[e])
         return net
+
+
+def _keep_members(stack: MemberStack, opt, rows: torch.Tensor, make_opt):
+    """Slice the stack and its optimiser's per-element state to the members at ``rows``
+    (exact: Adam's state is per element)."""
+    states = [opt.state.get(p, {}) for p in stack.parameters()]
+    stack.keep(rows)
+    new_opt = make_opt(stack.parameters())
+    for p, state in zip(stack.parameters(), states):
+        new_opt.state[p] = {k: (v[rows].clone() if torch.is_tensor(v) and v.ndim > 0 else
+                                (v.clone() if torch.is_tensor(v) else v))
+                            for k, v in state.items()}
+    return new_opt
 
 
 def _val_losses(stack: MemberStack, xv: torch.Tensor, tv: torch.Tensor, chunk: int) -> list:
