@@ -210,8 +210,9 @@ def test_a_real_audits_page(audited):
     page = render(audited)
     p = _parse(page)
     _self_contained(page, p)
-    # the effect verdict (the default) adds its section after the summary
-    assert p.ids == [SECTIONS[0], "effects", *SECTIONS[1:]] and "<script" not in page
+    # the effect verdict (the default) adds its section after the summary, then the outcomes
+    assert p.ids == [SECTIONS[0], "effects", "outcomes", *SECTIONS[1:]]
+    assert "<script" not in page
     assert page.count("data:image/png;base64,") == 3
     b = audited.summary["baselines"]
     assert f"all {b['rows']:,} rows" in page

@@ -59,9 +59,12 @@ from faux.audit.data import (
     protected_list,
     scan,
 )
+from faux.audit.flagged_rows import RowValues
 from faux.audit.groups import AUX_SEEDS, MIN_CELL
 from faux.audit.methods import audit_methods, default_methods
 from faux.audit.methods import threshold as default_threshold
+from faux.audit.outcome_pass import OutcomePass, flagged_by_group, flagged_intervals
+from faux.audit.provenance import provenance
 from faux.audit.ranking import _ranking, feature_groups  # noqa: F401 (re-exported)
 from faux.audit.verdict import (
     DECISION_THRESHOLD,
@@ -745,6 +748,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                 features = [f for f in source.columns if f not in drop]
     extra = [] if data is not None else [
         v for v in [*c_cols, y_col] if v is not None and v not in source.columns]
+    raw_source = source  # the data as given: its hash goes into the provenance
     encodes = _encodes_itself(model)
     feats = None if encodes else check_columns(source.columns + extra, c_cols, y_col,
                                                features, source.name)
@@ -818,11 +822,15 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                 raise _Interrupted from None
             if out is not None:
                 staging = _Staging(Path(os.path.abspath(out)), files, force)
+            outcome = OutcomePass(views, sc.y, eff_settings.decision_threshold)
+            row_values = RowValues(feats, passes)
             res = _score_all(source, feats, c_cols, sc, scorer, methods, thresholds,
                              None if staging is None else staging.dir, bar,
                              batch_size=int(batch_size), seed=seed, keep=data is None,
                              bh_null=null["scores"][primary] if rule == RULE_BH else None,
-                             alpha=alpha, views=views, passes=passes)
+                             alpha=alpha, views=views, passes=passes,
+                             label=y_col if outcome.has_label else None,
+                             observers=(outcome, row_values, target.proba))
         finally:
             bar.stop()
         n_flag, per_group, top, plot_scores, mem_scores, t_score, above, bh = res
@@ -849,6 +857,9 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                                      batch_size=min(int(batch_size), 65_536), seed=seed)
         rate = n_flag / sc.n_rows
         effects_summary = {ps.name: ps.finish(sc.n_rows) for ps in passes}
+        row_values.attach(effects_summary)
+        outcomes, performance = outcome.finish()
+        flagged_by_group(per_group)
         gate_reasons = []
         if passes:  # the effect verdict: only --max-flagged-rate gates
             if max_flagged_rate is not None and rate > max_flagged_rate:
@@ -903,8 +914,12 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
             "groups": finish_views(views, sc, z_sample, feats, methods, n_rows=sc.n_rows,
                                    alpha=alpha, seed=seed, primary_threshold=thr,
                                    effect_views=set(effects_summary)),
+            "outcomes": outcomes,
+            "performance": performance,
+            "provenance": provenance(raw_source, target.provenance()),
             "seconds_total": round(time.perf_counter() - t_start, 3),
         }
+        flagged_intervals(summary["groups"])
         summary["baselines"] = baselines
         result = AuditResult(summary, ranking, top_df, mem_scores, None, not gate_reasons,
                              plot_scores)
@@ -938,14 +953,17 @@ def _disk_full(err: OSError, staging: _Staging, staged: int) -> OutputError:
 
 
 def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar, *,
-               batch_size, seed, keep, bh_null=None, alpha=ALPHA, views=(), passes=()):
+               batch_size, seed, keep, bh_null=None, alpha=ALPHA, views=(), passes=(),
+               label=None, observers=None):
     """One pass over the data: scores, flags, counts per group, the top rows, the plot
     sample, the group views' statistics and scores (``faux.audit.groups``). With ``bh_null``
     (the first method's sorted null scores) the rows' p-values are counted per exceedance
     count, the Benjamini-Hochberg cut is taken at the end and ``flagged`` holds the rows
     with p <= alpha meanwhile (a superset). With ``passes`` (``faux.audit.effect_pass``, the
     effect verdict) the first attribute's effect verdict is ``flagged``, each attribute's
-    view counts its own, and the effects are score columns."""
+    view counts its own, and the effects are score columns. ``observers``: (an
+    ``OutcomePass``, a ``RowValues``, the model's probability function), fed every batch
+    (``label``: the label column to read for the outcomes, or None)."""
     from faux.audit.groups import add_batch
 
     primary = methods[0]
@@ -966,7 +984,7 @@ def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar,
     advance = bar.start("scoring", sc.n_rows)
     t0 = time.perf_counter()
     try:
-        for b in source.batches(feats, c_cols, None, batch_size):
+        for b in source.batches(feats, c_cols, label, batch_size):
             s = scorer.score(b.x)
             groups = sc.protected.group_labels(b.c)
             if bh_null is not None:  # exceedances: null scores at or above each row's
@@ -981,6 +999,10 @@ def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar,
                 eff_cols.update(cols)
             if passes:
                 flagged = view_flags[passes[0].name]
+            if observers is not None:
+                outcome, row_values, proba = observers
+                outcome.add(b, eff_cols["p"] if "p" in eff_cols else proba(b.x))
+                row_values.add(b)
             extra = add_batch(views, b, s, flagged, e, groups, methods, alpha,
                               view_flags) if views else {}
             for m in methods:
