@@ -171,6 +171,8 @@ class View:
     seed_scores: list = field(default_factory=list)  # first method's sample scores per seed
     auxes: list = field(default_factory=list)  # the aux model of each seed (the first: aux)
     stats: GroupStats | None = None
+    null_nets: list | None = None  # null aux models trained ahead (``train_primary``)
+    seed_nets: list | None = None  # aux models of seeds 1 .. aux_seeds - 1 trained ahead
 
 
 def build_views(sc: Scan, min_cell: int, intersection: bool = True) -> list[View]:
@@ -185,6 +187,26 @@ def build_views(sc: Scan, min_cell: int, intersection: bool = True) -> list[View
         views.append(View(inter.name, "intersection", inter.info, inter.labels(sc.cs),
                           inter.labels, inter.min_cell, inter.merged))
     return views
+
+
+def train_primary(view: View, z_sample: np.ndarray, y, *, kind: str, width: int, depth: int,
+                  epochs: int, seed: int, null_permutations: int, aux_seeds: int):
+    """The primary view's aux model and quality, its ``null_permutations`` null aux models
+    (0: a manual threshold, none) and the aux models of its other seeds, all trained
+    together as one stacked network (``train_aux_family``; each model as it would be alone).
+    The null models are left in ``view.null_nets`` (for ``_null_scores(..., nets=)``), the
+    other seeds' in ``view.seed_nets`` (``train_views`` uses them)."""
+    from faux.audit.aux import train_aux_family
+    from faux.audit.calibration import null_targets
+
+    nulls = null_targets(view.sample_c, null_permutations, seed) if null_permutations else []
+    targets = [(view.sample_c, seed), *nulls,
+               *[(view.sample_c, aux_seed(seed, s)) for s in range(1, aux_seeds)]]
+    fam = train_aux_family(z_sample, targets, view.info, y, kind=kind, width=width,
+                           depth=depth, epochs=epochs)
+    view.null_nets = [net for net, _ in fam[1:1 + len(nulls)]] if nulls else None
+    view.seed_nets = [net for net, _ in fam[1 + len(nulls):]]
+    return fam[0]
 
 
 def train_views(views: list[View], target, sc: Scan, z_sample: np.ndarray, methods, *,
@@ -246,6 +268,8 @@ def _view_family(v: View, primary: bool, sc: Scan, z_sample, aux_seeds: int, st)
     from faux.audit.aux import train_aux_family
     from faux.audit.calibration import null_targets
 
+    if primary and v.seed_nets is not None and len(v.seed_nets) == aux_seeds - 1:
+        return {"aux": None, "null": None, "seeds": v.seed_nets}  # trained with its aux
     targets = [] if primary else [(v.sample_c, st["seed"])]
     n_null = 0
     if not primary and st["manual"] is None:
