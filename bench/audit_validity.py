@@ -119,8 +119,10 @@ def worlds(rows: int, strengths, seed: int, audit_kw: dict) -> list[dict]:
                                                           res.summary["settings"]["primary"]),
                    "mean_abs_true_effect": float(np.abs(p_cf - p).mean()),
                    **agreement(flagged, truth), "wall_s": round(wall, 1)}
-            if name == "blind":
-                row["expected_false_flags"] = res.summary["settings"].get("alpha", 0.01) * rows
+            if name == "blind":  # every flag is false: against what the audit expects
+                eff = (res.summary.get("effects") or {}).get("c") or {}
+                row["expected_false_flags"] = (eff.get("expected_false_flags") or {}).get("count")
+                row["alpha_n"] = 0.01 * rows
             out.append(row)
             print(json.dumps(row), flush=True)
     return out
@@ -190,7 +192,8 @@ def main(argv=None) -> None:
         rows += adult(a.seed, kw, a.adult_rows)
     table = pd.DataFrame(rows)
     cols = [c for c in ["world", "model", "primary", "rows", "flagged", "true_changes", "both",
-                        "precision", "recall", "expected_false_flags", "wall_s"] if c in table]
+                        "precision", "recall", "expected_false_flags", "alpha_n", "wall_s"]
+            if c in table]
     print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     for r in rows:
         key = f"{r['world'].split()[0]}_{r['model']}"
