@@ -17,6 +17,7 @@ import torch
 
 import faux
 import faux.audit.core as core
+import faux.audit.outputs as outputs
 from faux.audit.cli import EXIT_INPUT, EXIT_OK, main
 from faux.errors import FauxError
 from test_audit_cli import Proxy
@@ -260,14 +261,14 @@ def _full_in_report(monkeypatch):
 
 
 def _full_in_marker(monkeypatch):
-    real = core._write_json_atomic
+    real = outputs._write_json_atomic
 
     def write(path, obj):
         if Path(path).name == MARKER:
             raise _enospc(path)
         return real(path, obj)
 
-    monkeypatch.setattr(core, "_write_json_atomic", write)
+    monkeypatch.setattr(outputs, "_write_json_atomic", write)
 
 
 @pytest.mark.parametrize("where", [_full_in_scores, _full_in_report, _full_in_marker])

@@ -261,10 +261,12 @@ def test_coarse_fd_step_warns_once_for_a_black_box(pickled, capsys):
     df = _frame(200)
     box = load_model(pickled, 4, trust_pickle=True, exact=False)
     capsys.readouterr()
-    res = faux.audit(box, df.drop(columns="gender"), df.gender.values, methods=["faux"],
-                     fd_step=0.5, aux_epochs=2, progress=False)
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "warning" in err and "--fd-step 0.5" in err, err
+    with pytest.warns(faux.FauxAuditWarning) as got:
+        res = faux.audit(box, df.drop(columns="gender"), df.gender.values, methods=["faux"],
+                         fd_step=0.5, aux_epochs=2, progress=False)
+    steps = [str(w.message) for w in got if "--fd-step" in str(w.message)]
+    assert len(steps) == 1 and "--fd-step 0.5" in steps[0] and "\n" not in steps[0], steps
+    assert steps[0] in res.warnings
     assert res.summary["scoring"]["fd_step_std"] == 0.5
 
 
@@ -384,6 +386,7 @@ def test_a_folder_named_like_an_old_temporary_name_is_not_touched(files, capsys)
 
 
 def _interrupt_in_aux_training(monkeypatch, how):
+    from faux.audit.aux_family import MemberStack
     from faux.models.mlp import BinaryClassifier
 
     def step(self, *a, **k):
@@ -391,7 +394,8 @@ def _interrupt_in_aux_training(monkeypatch, how):
             signal.raise_signal(signal.SIGINT)  # Ctrl-C, delivered to this process
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(BinaryClassifier, "training_step", step)
+    monkeypatch.setattr(BinaryClassifier, "training_step", step)  # one aux through Lightning
+    monkeypatch.setattr(MemberStack, "forward", step)  # the audit's stacked aux training
 
 
 def _interrupt_while_scoring(monkeypatch, how):

@@ -16,6 +16,7 @@ import torch
 
 import faux
 import faux.audit.core as core
+import faux.audit.outputs as outputs
 from faux.audit.cli import EXIT_OK, main
 from test_audit_cli import Proxy
 from test_audit_cli import _frame as _cli_frame
@@ -82,9 +83,11 @@ def _term():
 
 
 def _term_in_aux_training(monkeypatch):
+    from faux.audit.aux_family import MemberStack
     from faux.models.mlp import BinaryClassifier
 
     monkeypatch.setattr(BinaryClassifier, "training_step", lambda self, *a, **k: _term())
+    monkeypatch.setattr(MemberStack, "forward", lambda self, *a, **k: _term())  # stacked aux
 
 
 def _term_while_scoring(monkeypatch):
@@ -166,13 +169,13 @@ def test_sigterm_while_moving_into_place_waits_and_the_outputs_complete(files, c
                                                                         monkeypatch):
     tmp, data, model = files
     out = tmp / "out"
-    real = core._write_json_atomic
+    real = outputs._write_json_atomic
 
     def write(path, obj):
         _raise_sigterm()
         return real(path, obj)
 
-    monkeypatch.setattr(core, "_write_json_atomic", write)
+    monkeypatch.setattr(outputs, "_write_json_atomic", write)
     rc, err = run(capsys, "--model", model, "--data", data, "--protected", "gender",
                   "--out", out, "--threshold", "0.1")
     assert rc == EXIT_OK, err

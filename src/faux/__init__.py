@@ -1,11 +1,13 @@
 """faux: individual-fairness testing by gradient alignment (Castiglione et al., 2022).
 
-Importing ``faux`` loads nothing heavy: ``score``, ``audit`` and ``AuditResult`` import
-their modules (torch, the audit) when first used."""
+Importing ``faux`` loads nothing heavy: ``score`` imports torch when first called;
+``audit`` (the callable package ``faux.audit``: ``help(faux.audit)`` documents every
+parameter), ``AuditResult`` and ``FauxAuditWarning`` import the audit package (not torch)
+when first used."""
 
 __version__ = "0.1.0"
 
-__all__ = ["AuditResult", "__version__", "audit", "score"]
+__all__ = ["AuditResult", "FauxAuditWarning", "__version__", "audit", "score"]
 
 
 def score(method, target, aux, x, options=None, **overrides):
@@ -17,18 +19,12 @@ def score(method, target, aux, x, options=None, **overrides):
     return _score(method, target, aux, x, options, **overrides)
 
 
-def audit(model, X=None, c=None, **options):
-    """Individual-fairness audit of a user's model; see :func:`faux.audit.core.audit`."""
-    from faux.audit.core import audit as _audit
-
-    return _audit(model, X, c, **options)
-
-
 def __getattr__(name):
-    if name == "AuditResult":
-        from faux.audit.core import AuditResult
+    if name in ("audit", "AuditResult", "FauxAuditWarning"):
+        import importlib
 
-        return AuditResult
+        package = importlib.import_module("faux.audit")  # binds faux.audit to the package
+        return package if name == "audit" else getattr(package, name)
     raise AttributeError(f"module 'faux' has no attribute {name!r}")
 
 

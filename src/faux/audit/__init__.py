@@ -1,19 +1,21 @@
 """``faux audit``: test a user's own model on their own data for individual unfairness.
 
-``faux.audit(model, X, c, ...)`` in Python (see :func:`faux.audit.core.audit`), or the
-console script ``faux audit --model PATH --data PATH --protected COLUMN`` (``faux.audit.cli``).
+``faux.audit(model, X, c, ...)`` in Python (the function ``audit`` below documents every
+parameter), or the console script ``faux audit --model PATH --data PATH --protected COLUMN``
+(``faux.audit.cli``). It returns an ``AuditResult`` (``save(folder)`` writes the outputs the
+CLI writes); what weakens a result is raised as a ``FauxAuditWarning``.
 
-Importing this package binds the name ``faux.audit`` to the package itself (replacing the
-lazy function of ``faux/__init__.py``), so the package is made callable: ``faux.audit(...)``
-runs :func:`faux.audit.core.audit` either way.
+``faux.audit`` is this package, made callable: ``faux.audit(...)`` runs
+:func:`faux.audit.core.audit`.
 """
 
 import sys
 import types
 
-from faux.audit.core import AuditResult, audit
+from faux.audit.core import audit
+from faux.audit.result import AuditResult, FauxAuditWarning
 
-__all__ = ["AuditResult", "audit"]
+__all__ = ["AuditResult", "FauxAuditWarning", "audit"]
 
 
 class _CallableModule(types.ModuleType):

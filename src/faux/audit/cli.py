@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+import warnings
+from contextlib import contextmanager
 
 from faux.errors import FauxError
 
@@ -232,6 +234,26 @@ def _parse(argv):
     return args
 
 
+@contextmanager
+def _warnings_as_lines():
+    """The audit's ``FauxAuditWarning``s as ``faux audit: warning: ...`` lines on stderr, each
+    when it is raised; other warnings as Python shows them."""
+    from faux.audit.result import FauxAuditWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", FauxAuditWarning)
+        default = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, FauxAuditWarning):
+                print(f"faux audit: warning: {message}", file=sys.stderr)
+            else:
+                default(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
 def main(argv=None) -> int:
     from faux.audit.core import Terminated
 
@@ -254,22 +276,23 @@ def _main(argv=None) -> int:
 
     try:
         protected = args.protected[0] if len(args.protected) == 1 else args.protected
-        res = audit(args.model, data=args.data, protected=protected, label=args.label,
-                    features=args.features, methods=args.methods, aux=args.aux,
-                    aux_epochs=args.aux_epochs, sample=args.sample, batch_size=args.batch_size,
-                    threshold=args.threshold, fail_above=args.fail_above,
-                    max_flagged_rate=args.max_flagged_rate,
-                    protected_type=(args.protected_type[0] if len(args.protected_type) == 1
-                                    else args.protected_type),
-                    fd_step=args.fd_step, seed=args.seed,
-                    out_dir=args.out, trust_pickle=args.trust_pickle,
-                    trusted_types=args.trust_type, force=args.force,
-                    progress=False if args.no_progress else None, alpha=args.alpha,
-                    null_permutations=args.null_permutations, fdr=args.fdr,
-                    aux_seeds=args.aux_seeds, min_cell=args.min_cell,
-                    intersection=not args.no_intersection, exact=not args.no_exact,
-                    verdict=args.verdict, decision_threshold=args.decision_threshold,
-                    materiality=args.materiality, steps=args.steps)
+        with _warnings_as_lines():
+            res = audit(args.model, data=args.data, protected=protected, label=args.label,
+                        features=args.features, methods=args.methods, aux=args.aux,
+                        aux_epochs=args.aux_epochs, sample=args.sample, batch_size=args.batch_size,
+                        threshold=args.threshold, fail_above=args.fail_above,
+                        max_flagged_rate=args.max_flagged_rate,
+                        protected_type=(args.protected_type[0] if len(args.protected_type) == 1
+                                        else args.protected_type),
+                        fd_step=args.fd_step, seed=args.seed,
+                        out_dir=args.out, trust_pickle=args.trust_pickle,
+                        trusted_types=args.trust_type, force=args.force,
+                        progress=False if args.no_progress else None, alpha=args.alpha,
+                        null_permutations=args.null_permutations, fdr=args.fdr,
+                        aux_seeds=args.aux_seeds, min_cell=args.min_cell,
+                        intersection=not args.no_intersection, exact=not args.no_exact,
+                        verdict=args.verdict, decision_threshold=args.decision_threshold,
+                        materiality=args.materiality, steps=args.steps)
     except FauxError as err:
         print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_INPUT
@@ -311,8 +334,6 @@ def _main(argv=None) -> int:
             print(f"  {vname}: {len(v['rows'])} groups, flagged by {by} "
                   f"{sum(r['flagged'] for r in v['rows']):,}; largest difference of the "
                   f"flagged rate {diff:.3%}, ratio {ratio:.3f}")
-    if q.get("warning"):
-        print(f"warning: {q['warning']}", file=sys.stderr)
     if not res.passed:
         print("gate failed: " + "; ".join(s["gate"]["reasons"]), file=sys.stderr)
         return EXIT_GATE

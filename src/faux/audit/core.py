@@ -29,16 +29,10 @@ with nothing left behind. Folders and files are created with the user's umask.
 from __future__ import annotations
 
 import heapq
-import json
 import math
 import os
-import shutil
-import signal
 import sys
-import tempfile
-import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -61,11 +55,31 @@ from faux.audit.data import (
 )
 from faux.audit.flagged_rows import RowValues
 from faux.audit.groups import AUX_SEEDS, MIN_CELL
+from faux.audit.interrupts import (  # noqa: F401 (re-exported)
+    EXIT_TERMINATED,
+    Terminated,
+    _Interrupted,
+    _interruptible,
+    _Terminated,
+)
 from faux.audit.methods import audit_methods, default_methods
 from faux.audit.methods import threshold as default_threshold
 from faux.audit.outcome_pass import OutcomePass, flagged_by_group, flagged_intervals
+from faux.audit.outputs import (  # noqa: F401 (re-exported)
+    MARKER,
+    OUTPUT_FILES,
+    SUMMARY_SCHEMA,
+    OutputError,
+    _disk_full,
+    _finish,
+    _inspect_out,
+    _stage,
+    _Staging,
+)
 from faux.audit.provenance import provenance
 from faux.audit.ranking import _ranking, feature_groups  # noqa: F401 (re-exported)
+from faux.audit.result import AuditResult, FauxAuditWarning, collecting, warn  # noqa: F401
+from faux.audit.result import current as _current_warnings
 from faux.audit.verdict import (
     DECISION_THRESHOLD,
     MATERIALITY,
@@ -76,15 +90,11 @@ from faux.audit.verdict import (
 from faux.audit.verdict import Settings as EffectSettings
 from faux.audit.verdict import check_settings as check_verdict
 from faux.audit.verdict import summary as verdict_summary
-from faux.audit.writing import DISK_FULL, dir_mode, disk_full_message, file_mode, folder_size
+from faux.audit.writing import DISK_FULL
 from faux.errors import ConfigError, DataError, FauxError
 
 N_TOP = 50  # flagged rows shown with their contributions
 PLOT_SAMPLE = 200_000  # scores kept for the plots
-SUMMARY_SCHEMA = 1  # version of summary.json's layout, also recorded in the marker
-MARKER = ".faux-audit.json"  # marks a folder as an audit's output and lists its files
-OUTPUT_FILES = ("scores.parquet", "summary.json", "report.html")
-STAGING_PREFIX = ".faux-audit.tmp-"  # staging folders inside an existing --out
 # --fd-step, in standard deviations of the features: a step of a whole standard deviation
 # or more is no longer a derivative (a 1e6 step scores every row about 0, flagging nobody);
 # above FD_STEP_WARN the difference quotient averages the model over a wide interval, below
@@ -94,109 +104,9 @@ FD_STEP_WARN = 0.25
 FD_STEP_LOW_WARN = 1e-4
 ALPHA = 0.01  # default false-flag rate of the calibrated thresholds
 NULL_PERMUTATIONS = 3  # default number of aux models trained on a permuted protected attribute
+UNREACHABLE_WARN = 0.01  # a warning when more rows than this share are unreachable
+OFF_SUPPORT_WARN = 0.05  # ... or have their counterfactual off the data's support
 RULE_MANUAL, RULE_QUANTILE, RULE_BH = "manual threshold", "null quantile", "benjamini-hochberg"
-
-
-EXIT_TERMINATED = 128 + signal.SIGTERM  # the shell's status of a process ended by SIGTERM
-
-
-class OutputError(FauxError, OSError):
-    """The disk filled (ENOSPC / EDQUOT) while the outputs were written; nothing was left
-    behind. ``str()`` is the one-line message; ``errno`` and ``filename`` are the original's."""
-
-    def __str__(self) -> str:
-        return self.strerror
-
-
-class Terminated(SystemExit):
-    """SIGTERM during the audit, raised once the audit removed what it had created: like the
-    signal's default action, the process exits with status 143 unless this is caught."""
-
-    def __init__(self):
-        super().__init__(EXIT_TERMINATED)
-
-
-class AuditResult:
-    """What an audit found. ``scores``: a DataFrame (row_id, one column per method, flagged;
-    in memory also group), kept when the audit ran in memory and otherwise read from
-    ``out_dir/scores.parquet`` on first access; ``summary``: the dict written to
-    ``summary.json``; ``top_flagged``: the highest-scoring flagged rows with their top
-    contributing features; ``feature_ranking``: feature -> importance for the protected
-    attribute (aux transparency report, one-hot groups aggregated), highest first;
-    ``passed``: False when a gate (fail_above / max_flagged_rate) failed; ``out_dir``: where
-    the outputs were written (or None)."""
-
-    def __init__(self, summary: dict, feature_ranking: dict, top_flagged: pd.DataFrame,
-                 scores: pd.DataFrame | None = None, out_dir: Path | None = None,
-                 passed: bool = True, plot_scores: dict | None = None):
-        self.summary = summary
-        self.feature_ranking = feature_ranking
-        self.top_flagged = top_flagged
-        self._scores = scores
-        self.out_dir = out_dir
-        self.passed = passed
-        self.plot_scores = {} if plot_scores is None else plot_scores
-
-    @property
-    def scores(self) -> pd.DataFrame | None:
-        if self._scores is None and self.out_dir is not None:
-            self._scores = pd.read_parquet(Path(self.out_dir) / "scores.parquet")
-        return self._scores
-
-    @scores.setter
-    def scores(self, value: pd.DataFrame | None) -> None:
-        self._scores = value
-
-    def by_group(self, view: str | None = None) -> pd.DataFrame:
-        """A group view (default: the first attribute's) as a DataFrame indexed by group:
-        rows, flagged, rate, mean_score, their intervals, top_features."""
-        from faux.audit.groups import by_group_frame
-
-        return by_group_frame(self.summary, view)
-
-    def difference(self, view: str | None = None) -> float:
-        """Largest difference of the flagged rate between a view's groups (max - min)."""
-        from faux.audit.groups import difference_ratio
-
-        return difference_ratio(self.by_group(view)["rate"])[0]
-
-    def ratio(self, view: str | None = None) -> float:
-        """Smallest ratio of the flagged rate between a view's groups (min / max)."""
-        from faux.audit.groups import difference_ratio
-
-        return difference_ratio(self.by_group(view)["rate"])[1]
-
-    @property
-    def flagged_rate(self) -> float:
-        return float(self.summary["flagged"]["rate"])
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.passed else 1
-
-    def __repr__(self) -> str:
-        s = self.summary
-        st = s["settings"]
-        q = s.get("aux_quality", {})
-        qual = (f"R2 {q['r2']:.3f}" if "r2" in q else
-                f"AUROC {q['auroc']:.3f}" if "auroc" in q else "?")
-        rates = ", ".join(f"{m} {v['rate_above']:.2%}" for m, v in s.get("thresholds", {}).items())
-        where = (f"out_dir: {self.out_dir}" if self.out_dir is not None else
-                 "out_dir: None (scores in memory)")
-        gate = ("no gate" if st.get("fail_above") is None and st.get("max_flagged_rate") is None
-                else "gate passed" if self.passed else "gate FAILED")
-        if st.get("verdict", "score") == "effect":
-            rule = (f"by the effect verdict (decision changes with {s['data']['protected']} "
-                    "under every aux model)")
-            rates = f"{rates} (diagnostic)"
-        else:
-            rule = f"with {st['primary']} > {st['threshold']:.4g}"
-        return (f"AuditResult({s['data']['rows']:,} rows, protected {s['data']['protected']!r}, "
-                f"methods {', '.join(st['methods'])}; aux {qual})\n"
-                f"  flagged: {s['flagged']['count']:,} ({s['flagged']['rate']:.2%}) {rule}; "
-                f"{gate}\n"
-                f"  rows above each threshold: {rates}\n"
-                f"  {where}")
 
 
 class _Progress:
@@ -290,8 +200,8 @@ def _default_out(name: str) -> Path:
 
 
 def _warn(msg: str) -> None:
-    """One warning line on stderr (the CLI's prefix; the Python API prints it too)."""
-    print(f"faux audit: warning: {' '.join(msg.split())}", file=sys.stderr)
+    """A ``FauxAuditWarning`` of the audit under way (``faux.audit.result.warn``)."""
+    warn(msg, stacklevel=4)
 
 
 # --------------------------------------------------------------------------- settings
@@ -385,250 +295,6 @@ def _check_fd_step_for(target, fd_step: float) -> None:
               "a float32 model's rounding can swamp the differences; the default is 0.1")
 
 
-# --------------------------------------------------------------------------- where it writes
-
-
-def _marker_files(path: Path) -> set[str] | None:
-    """The output files a marker lists (only names the audit writes), or None when ``path``
-    is not a marker this audit wrote."""
-    try:
-        meta = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if (not isinstance(meta, dict) or not isinstance(meta.get("schema_version"), int)
-            or not isinstance(meta.get("files"), list)):
-        return None
-    return {f for f in meta["files"] if f in OUTPUT_FILES}
-
-
-def _legacy_output(out: Path, entries: list[str]) -> bool:
-    """An output of an audit from before the marker: only its files, with its summary."""
-    if "summary.json" not in entries or not set(entries) <= set(OUTPUT_FILES):
-        return False
-    if not all((out / e).is_file() and not (out / e).is_symlink() for e in entries):
-        return False
-    try:
-        s = json.loads((out / "summary.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(s, dict) and {"settings", "scoring", "gate", "flagged"} <= set(s)
-
-
-def _ignorable(name: str) -> bool:
-    """Staging folders and marker temporaries of audits (this one or a concurrent one)."""
-    return name.startswith(STAGING_PREFIX) or (name.startswith(f"{MARKER}.")
-                                               and name.endswith(".tmp"))
-
-
-def _writable_dir(folder: Path, out: Path) -> None:
-    try:  # an unnamed temporary file: nothing appears in the folder
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as err:
-        raise ConfigError(f"cannot write --out {out}: folder {folder} is not writable "
-                          f"({err.strerror or err}); pass a folder you can write") from err
-
-
-def _inspect_out(out: Path, files, force: bool) -> set[str] | None:
-    """Check that the audit may write ``files`` into ``out``. Returns None when ``out`` does
-    not exist yet, else the files there that an earlier audit wrote (it may replace them)."""
-    try:
-        return _inspect_out_unchecked(out, files, force)
-    except OSError as err:  # a folder on the way that cannot be read
-        raise ConfigError(f"cannot write --out {out}: {err.strerror or err} "
-                          f"({err.filename or out}); pass a folder you can write") from err
-
-
-def _inspect_out_unchecked(out: Path, files, force: bool) -> set[str] | None:
-    if out.is_symlink() and not out.exists():
-        raise ConfigError(f"--out {out} is a broken symbolic link; pass a folder path")
-    if out.exists() and not out.is_dir():
-        kind = "a file" if out.is_file() else "not a folder"
-        raise ConfigError(f"--out {out} is {kind}; pass a folder path (new, empty, or an "
-                          "earlier audit's output)")
-    if not out.exists():
-        anc = out.parent
-        while not anc.exists() and not anc.is_symlink() and anc != anc.parent:
-            anc = anc.parent
-        if not anc.is_dir():
-            raise ConfigError(f"cannot write --out {out}: {anc} is a file, not a folder; pass "
-                              "a folder path")
-        _writable_dir(anc, out)
-        return None
-    _writable_dir(out, out)
-    entries = sorted(e for e in os.listdir(out) if not _ignorable(e))
-    owned: set[str] = set()
-    if MARKER in entries:
-        listed = _marker_files(out / MARKER)
-        if listed is None:
-            raise ConfigError(f"--out {out} holds a {MARKER} the audit did not write; move it "
-                              "or pass another folder")
-        owned = {f for f in listed if f in entries}
-    elif _legacy_output(out, entries):
-        owned = set(entries)
-    elif entries and not force:
-        shown = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5
-                                          else "")
-        raise ConfigError(f"--out {out} holds files the audit did not write ({shown}); pass a "
-                          "new or empty folder, or --force to write beside them (they are "
-                          "never replaced or deleted)")
-    mine = set(owned) | ({MARKER} if MARKER in entries else set())
-    clash = [f for f in [*files, MARKER] if f in entries and f not in mine]
-    if clash:
-        raise ConfigError(f"--out {out} already holds {', '.join(clash)}, which the audit did "
-                          "not write and never replaces; move it or pass another folder")
-    return owned
-
-
-def _write_json_atomic(path: Path, obj) -> None:
-    """``obj`` as JSON at ``path``, through a uniquely named temporary file beside it."""
-    fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, file_mode())  # mkstemp's 0600, as open() would create it
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=2)
-        os.replace(name, path)
-    except BaseException:
-        with _suppress_oserror():
-            os.unlink(name)
-        raise
-
-
-@contextmanager
-def _suppress_oserror():
-    try:
-        yield
-    except OSError:
-        pass
-
-
-def _marker(files) -> dict:
-    return {"schema_version": SUMMARY_SCHEMA, "written_by": "faux audit",
-            "files": sorted(files)}
-
-
-class _Staging:
-    """Where the outputs are written while the audit runs, and what the audit created."""
-
-    def __init__(self, out: Path, files, force: bool):
-        self.out, self.files, self.force = out, list(files), force
-        self.created: list[Path] = []  # folders the audit made (removed if it fails)
-        if _inspect_out(out, self.files, force) is None:
-            missing = []
-            p = out.parent
-            while not p.exists():
-                missing.append(p)
-                p = p.parent
-            try:
-                for p in reversed(missing):
-                    p.mkdir()
-                    self.created.append(p)
-                self.dir = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-                # renamed to --out at the end: mkdtemp's 0700, as mkdir would create it
-                os.chmod(self.dir, dir_mode())
-            except BaseException:
-                self.dir = None
-                self.discard()
-                raise
-        else:
-            self.dir = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
-
-    def size(self) -> int:
-        """Bytes written into the staging folder so far."""
-        return 0 if self.dir is None else folder_size(self.dir)
-
-    def discard(self) -> None:
-        if self.dir is not None:
-            shutil.rmtree(self.dir, ignore_errors=True)
-        for p in reversed(self.created):
-            with _suppress_oserror():
-                p.rmdir()  # only if still empty
-
-
-@contextmanager
-def _folder_lock(folder: Path):
-    """An exclusive lock on ``folder`` (flock) while outputs are moved into place, so that
-    concurrent audits into one folder finish one after the other."""
-    fd = None
-    try:
-        import fcntl
-
-        fd = os.open(folder, os.O_RDONLY)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    except (ImportError, OSError):
-        pass
-    try:
-        yield
-    finally:
-        if fd is not None:
-            os.close(fd)
-
-
-# --------------------------------------------------------------------------- interrupts
-
-
-class _Interrupted(BaseException):
-    """Ctrl-C during the audit. Not a KeyboardInterrupt, which Lightning's trainer turns
-    into ``sys.exit(1)``; converted to KeyboardInterrupt once the audit has cleaned up."""
-
-
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
-class _Terminated(_Interrupted):
-    """SIGTERM during the audit; converted to ``Terminated`` once the audit has cleaned up."""
-
-
-@contextmanager
-def _interruptible():
-    """SIGINT raises ``_Interrupted`` in the audit (when it would raise KeyboardInterrupt),
-    SIGTERM ``_Terminated`` (when it would end the process); the previous handlers are
-    restored afterwards, also when a library replaced them. A handler someone else installed
-    is left alone."""
-    if not _main_thread():
-        yield
-        return
-    prev = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-    def on_int(signum, frame):
-        raise _Interrupted
-
-    def on_term(signum, frame):
-        raise _Terminated
-
-    if prev[signal.SIGINT] is signal.default_int_handler:
-        signal.signal(signal.SIGINT, on_int)
-    if prev[signal.SIGTERM] == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, on_term)
-    try:
-        yield
-    finally:
-        for sig, handler in prev.items():
-            if handler is not None:  # None: installed outside Python, cannot be restored
-                signal.signal(sig, handler)
-
-
-@contextmanager
-def _deferred_interrupt():
-    """SIGINT and SIGTERM wait while the outputs are moved into place (milliseconds), so
-    that a folder is never left half replaced; the audit then completes."""
-    if not _main_thread():
-        yield
-        return
-    hit = []
-    prev = {sig: signal.signal(sig, lambda signum, frame: hit.append(signum))
-            for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in prev.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-        if hit:
-            _warn("interrupt received while the outputs were moved into place; they are "
-                  "complete")
-
-
 # --------------------------------------------------------------------------- the audit
 
 
@@ -648,45 +314,141 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
           support_margin: float = SUPPORT_MARGIN) -> AuditResult:
     """Audit ``model`` for individual unfairness with respect to protected attributes.
 
-    ``verdict``: ``"effect"`` (default) flags a row when the model's decision at
-    ``decision_threshold`` changes at the row's counterfactual (the attribute, and what the
-    aux models read it from, moved to the other group's values; ``steps`` first-order steps,
-    ``support_margin`` the support's widening) under every one of the ``aux_seeds`` aux
-    models, or with ``materiality`` δ when the probability moves by at least δ under every
-    one with one sign (``faux.audit.verdict``); every protected attribute gets its own
-    effects. ``"score"``: the first method's score above its threshold decides, as before
-    the effect verdict; the scores are diagnostic columns under ``"effect"``.
+    Every row is scored; by default a row is flagged when the model's decision changes at
+    its counterfactual (the protected attribute, and what the aux models read it from,
+    moved to the other group's values) under every one of the ``aux_seeds`` aux models.
+    Every setting is checked (``ConfigError``, one line) before the data are read; a
+    Ctrl-C raises ``KeyboardInterrupt`` and a SIGTERM ``Terminated`` with nothing left
+    behind. What weakens the result (an aux model near chance, unreachable or off-support
+    counterfactuals, a Pipeline audited after its encoders, an unusual ``fd_step``) is
+    raised as a ``FauxAuditWarning`` and listed in ``AuditResult.warnings``.
 
-    Data: in memory (``X`` a DataFrame or array, ``c`` the protected values, the name of a
-    column of ``X``, a list of such names, or a DataFrame of several attributes; optional
-    ``y``), or a file (``data`` a CSV/Parquet path and ``protected`` a column name or a
-    list of them, optional ``label``). The first attribute decides ``flagged``; each
-    attribute, and the intersection of the categorical ones (cells with fewer than
-    ``min_cell`` sample rows merged; ``intersection=False``: none), gets its own aux model,
-    scores (``<method>:<attribute>`` columns) and group view, with intervals over rows and
-    over ``aux_seeds`` aux models (``faux.audit.groups``; ``AuditResult.by_group``).
-    ``protected_type``: one type for every attribute, or a list with one per attribute. ``model``: a torch module returning
-    logits, a fitted scikit-learn-like classifier, a function x -> probability, or a model
-    file (see ``faux.audit.models``). ``methods``: scorers (default
-    ``faux.audit.methods.default_methods()``), the first one decides ``flagged``.
-    Thresholds: by default calibrated, each method's the (1 - ``alpha``) quantile of its
-    scores under ``null_permutations`` aux models trained on a permuted protected attribute
-    (``fdr``: Benjamini-Hochberg at level ``alpha`` over the rows instead, for the first
-    method); ``threshold`` (or ``fail_above``, which is also a gate) sets the first method's
-    threshold by hand.
-    ``exact``: a scikit-learn linear model, MLP or scaler pipeline is scored by autograd
-    through its checked torch conversion (``faux.audit.exact``); False keeps it a black box.
-    ``fd_step``: black boxes' finite-difference step in standard deviations of the features,
-    in (0, FD_STEP_MAX] (a warning above FD_STEP_WARN).
-    Returns an ``AuditResult``; writes ``scores.parquet``, ``summary.json``, ``report.html``
-    and the marker ``.faux-audit.json`` into ``out_dir`` when given (default
-    ``outputs/audit/<name>`` for a ``data`` file). ``out_dir`` must be new, empty or an
-    earlier audit's output; ``force`` writes beside other files (never replacing them).
-    Every setting is checked (ConfigError, one line) before the data are read; a Ctrl-C
-    raises KeyboardInterrupt with nothing left behind.
+    Parameters
+    ----------
+    model : torch.nn.Module, estimator, callable or path
+        The model under test: a torch module returning logits, a fitted scikit-learn-like
+        classifier (a ``Pipeline`` that encodes its own string columns is audited after its
+        encoders), a function ``x -> probability``, or a model file (TorchScript,
+        torch.export, ONNX, LightGBM, skops, pickle; see ``faux.audit.models``).
+    X : pandas.DataFrame or array, optional
+        In-memory data: the features (and, when ``c`` or ``y`` name columns, those columns).
+    c : array, str, list of str or DataFrame, optional
+        With ``X``: the protected values, the name of a column of ``X``, a list of such
+        names, or a DataFrame of several attributes. The first attribute decides
+        ``flagged``.
+    data : str or path, optional
+        A CSV or Parquet file, read in batches (never loaded whole); instead of ``X``.
+    protected : str or list of str, optional
+        With ``data``: the protected column name(s).
+    y : array or str, optional
+        With ``X``: the true label (or the name of its column). Enables the groups'
+        outcome metrics (true/false positive rates, accuracy, equalized odds) and the
+        ``"adel"`` aux. Not a model input.
+    label : str, optional
+        With ``data``: the label column (as ``y``).
+    features : list of str, optional
+        The model's input columns, in order (default: every column except the protected
+        and label columns). Leave out for a Pipeline that reads its own columns.
+    methods : list of str, optional
+        Scorers (default ``faux.audit.methods.default_methods()``); the first one decides
+        ``flagged`` under ``verdict="score"``; diagnostic columns otherwise.
+    aux : {"mlp", "adel"}, default "mlp"
+        The aux model predicting the protected attribute from the features (``"adel"``:
+        kept from reading the label; needs a label, binary attributes only).
+    aux_epochs : int, default 30
+        Training epochs of each aux model.
+    aux_width : int, default 64
+        Hidden width of the aux MLP.
+    aux_depth : int, default 2
+        Hidden layers of the aux MLP (0: linear).
+    sample : int, default 20000
+        Rows drawn uniformly for training the aux models and the calibration.
+    batch_size : int, default 65536
+        Rows read and scored at a time.
+    threshold : float, optional
+        A manual threshold on the first method's score (default: calibrated).
+    fail_above : float, optional
+        A manual threshold that is also a gate: the audit fails (``passed`` False, exit
+        code 1) when rows score above it (beyond ``max_flagged_rate``). Score verdict only.
+    max_flagged_rate : float in [0, 1], optional
+        Gate: the audit fails when a larger share of rows is flagged.
+    protected_type : str or list of str, default "auto"
+        ``"auto"``, ``"binary"``, ``"categorical"`` or ``"continuous"``: one for every
+        attribute, or a list with one per attribute.
+    fd_step : float, default 0.1
+        Black boxes' finite-difference step, in standard deviations of the features, in
+        (0, ``FD_STEP_MAX``]; a warning above ``FD_STEP_WARN`` or below
+        ``FD_STEP_LOW_WARN``.
+    seed : int, default 0
+        Seed of the sample, the aux models and the intervals.
+    out_dir : str or path, optional
+        Where scores.parquet, summary.json, report.html and the marker
+        ``.faux-audit.json`` are written (default ``outputs/audit/<name>`` for a ``data``
+        file; nothing is written for in-memory data without it). Must be new, empty or an
+        earlier audit's output (see ``force``); the files appear together or not at all.
+    name : str, optional
+        The audit's name (default: the data file's stem, or ``"data"``).
+    trust_pickle : bool, default False
+        Allow a pickle / joblib model file (it runs code when loaded).
+    trusted_types : sequence of str, default ()
+        Extra classes a skops model file may hold.
+    progress : bool, optional
+        A progress bar (default: when stderr is a terminal; otherwise periodic lines).
+    report : bool, default True
+        Write report.html.
+    force : bool, default False
+        Write into an ``out_dir`` that holds other files, beside them (never replacing or
+        deleting them).
+    alpha : float in (0, 1), default 0.01
+        False-flag rate of the calibrated score thresholds (the null quantile), or the
+        false discovery rate with ``fdr``.
+    null_permutations : int, default 3
+        Aux models trained on a permuted protected attribute (the null for the thresholds,
+        the expected false flags and the model-level test).
+    fdr : bool, default False
+        Benjamini-Hochberg at level ``alpha`` over the rows for the first method's
+        threshold, instead of the null quantile.
+    aux_seeds : int, default 3
+        Aux models per attribute (different seeds): a row is flagged only when its
+        decision changes under every one; the intervals over seeds.
+    min_cell : int, default 50
+        Smallest intersection cell, in sample rows (smaller cells are merged).
+    intersection : bool, default True
+        Audit the intersection of the categorical attributes as a view of its own.
+    exact : bool, default True
+        Score a scikit-learn linear model, MLP or scaler pipeline by autograd through its
+        checked torch conversion (``faux.audit.exact``); False keeps it a black box.
+    verdict : {"effect", "score"}, default "effect"
+        ``"effect"``: the counterfactual effect decides ``flagged``; ``"score"``: the
+        first method's score above its threshold (the scores are diagnostic otherwise).
+    decision_threshold : float, default 0.5
+        The model's decision threshold on its probability (the effect verdict and the
+        group outcomes use ``p >= decision_threshold``).
+    materiality : float in (0, 1], optional
+        Flag when the probability moves by at least this much under every aux model with
+        one sign, instead of a decision change.
+    steps : int, default 8
+        First-order steps along the path to the counterfactual.
+    support_margin : float, default 0.1
+        Widening of the sample's per-feature [min, max] box, as a share of its range on
+        each side, beyond which a counterfactual is marked off support.
+
+    Returns
+    -------
+    AuditResult
+        ``summary`` (what summary.json holds: flagged rows, effects, groups, outcomes,
+        provenance, warnings), ``scores``, ``by_group()``, ``passed``, ``warnings``,
+        ``save(folder)``.
+
+    Raises
+    ------
+    faux.errors.ConfigError, faux.errors.DataError
+        A bad setting or bad data, in one line naming the fix.
+    OutputError
+        The disk filled while the outputs were written (nothing left behind).
     """
     methods = list(default_methods() if methods is None else methods)
-    with _interruptible():
+    with collecting(), _interruptible():
         try:
             return _audit(model, X, c, data=data, protected=protected, y=y, label=label,
                           features=features, methods=methods, aux=aux, aux_epochs=aux_epochs,
@@ -921,6 +683,8 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
         }
         flagged_intervals(summary["groups"])
         summary["baselines"] = baselines
+        late = _result_warnings(summary, encoded=layout is not None)
+        summary["warnings"] = [*_current_warnings(), *late]
         result = AuditResult(summary, ranking, top_df, mem_scores, None, not gate_reasons,
                              plot_scores)
         if staging is not None:
@@ -936,20 +700,38 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                 and err.errno in DISK_FULL and staging is not None):
             raise _disk_full(err, staging, staged) from err
         raise
+    for msg in late:
+        _warn(msg)
     return result
 
 
-def _disk_full(err: OSError, staging: _Staging, staged: int) -> OutputError:
-    """The one-line error of a disk that filled while ``staging`` was written: it names the
-    output folder (not the staging folder, gone by now) and the file being written."""
-    name = err.filename
-    path = None if name is None else Path(os.path.abspath(os.fsdecode(name)))
-    if path is None or any(path.is_relative_to(d) for d in (staging.dir, staging.out) if d):
-        what = "" if path is None else path.name
-        msg = disk_full_message(staging.out, what=what, staged=staged)
-    else:  # outside the outputs (a library's temporary file)
-        msg = disk_full_message(name)
-    return OutputError(err.errno, msg, name)
+def _result_warnings(summary: dict, encoded: bool = False) -> list[str]:
+    """What makes the result weaker, one line each: an aux model near chance, a Pipeline
+    audited after its encoders, more than ``UNREACHABLE_WARN`` of the rows unreachable by
+    the counterfactual, more than ``OFF_SUPPORT_WARN`` of them off the data's support. Raised
+    (``FauxAuditWarning``) once the outputs are in place: an audit that fails warns of
+    nothing but its error."""
+    out = []
+    for name, v in ((summary.get("groups") or {}).get("views", {})).items():
+        w = (v.get("aux_quality") or {}).get("warning")
+        if w:
+            out.append(f"{name}: {w}")
+    if encoded:
+        out.append(f"the model is a Pipeline that encodes its own columns: it is audited after "
+                   f"its encoders, on the {len(summary['data']['features'])} columns they "
+                   "output; the counterfactuals swap the encoders' categories")
+    n = max(int(summary["data"]["rows"]), 1)
+    for name, e in (summary.get("effects") or {}).items():
+        if e.get("unreachable", 0) / n > UNREACHABLE_WARN:
+            out.append(f"{name}: {e['unreachable']:,} rows ({e['unreachable'] / n:.2%}) could "
+                       "not be moved to the other group's values by the aux models "
+                       "(unreachable): the verdict says nothing about them")
+        if e.get("off_support", 0) / n > OFF_SUPPORT_WARN:
+            out.append(f"{name}: the counterfactuals of {e['off_support']:,} rows "
+                       f"({e['off_support'] / n:.2%}) leave the data's support (widened by "
+                       f"{summary['settings']['support_margin']:g} of its range): their "
+                       "effects extrapolate the model")
+    return [" ".join(m.split()) for m in out]
 
 
 def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar, *,
@@ -1098,62 +880,3 @@ def _top_frame(top, scorer, feats, n_features: int = 5) -> pd.DataFrame:
         rows.append({"row_id": rid, "score": s, "group": g,
                      "top_features": [(feats[j], float(cvec[j])) for j in order]})
     return pd.DataFrame(rows, columns=cols)
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None
-    return obj
-
-
-def _stage(result: AuditResult, tmp: Path, report: bool) -> None:
-    """Write summary.json and report.html (and scores.parquet when scored in memory) into
-    the staging folder ``tmp``."""
-    summary = dict(result.summary)
-    summary["top_flagged"] = [
-        {"row_id": int(r.row_id), "score": float(r.score), "group": r.group,
-         "top_features": [{"feature": f, "contribution": v} for f, v in r.top_features]}
-        for r in result.top_flagged.itertuples()]
-    summary["feature_ranking"] = result.feature_ranking
-    if not (tmp / "scores.parquet").exists() and result.scores is not None:
-        result.scores.to_parquet(tmp / "scores.parquet", index=False)
-    with open(tmp / "summary.json", "w") as f:
-        json.dump(_jsonable(summary), f, indent=2)
-    if report:
-        from faux.audit.report import write_report
-
-        write_report(result, tmp / "report.html")
-
-
-def _finish(staging: _Staging) -> None:
-    """Move the staged outputs into place. A new folder: the staging folder is renamed to
-    it. An existing one (empty, an earlier output, or --force): checked again, then its
-    marker lists the old and the new files, each file is moved in (atomically), the earlier
-    audit's files this run did not write are removed, and the marker lists the new files.
-    """
-    tmp, out = staging.dir, staging.out
-    new = sorted(p.name for p in tmp.iterdir())
-    with _folder_lock(out.parent), _deferred_interrupt():
-        if tmp.parent == out.parent and not out.exists() and not out.is_symlink():
-            _write_json_atomic(tmp / MARKER, _marker(new))
-            try:
-                os.rename(tmp, out)
-                return
-            except OSError:  # another writer made the folder meanwhile: join it below
-                (tmp / MARKER).unlink()
-        owned = _inspect_out(out, new, staging.force) or set()
-        _write_json_atomic(out / MARKER, _marker(owned | set(new)))
-        for f in new:
-            os.replace(tmp / f, out / f)
-        for f in owned - set(new):  # an earlier audit's file this one did not write
-            with _suppress_oserror():
-                (out / f).unlink()
-        with _suppress_oserror():  # the outputs are in place; the marker above lists them
-            _write_json_atomic(out / MARKER, _marker(new))
-        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,86 @@
+"""Signals during an audit: a Ctrl-C anywhere raises ``KeyboardInterrupt`` and a SIGTERM
+``Terminated`` (a ``SystemExit`` with status 143), each once the audit removed what it had
+created; while the outputs are moved into place (milliseconds) both wait, so that a folder
+is never left half replaced."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+
+from faux.audit.result import warn
+
+EXIT_TERMINATED = 128 + signal.SIGTERM  # the shell's status of a process ended by SIGTERM
+
+
+class Terminated(SystemExit):
+    """SIGTERM during the audit, raised once the audit removed what it had created: like the
+    signal's default action, the process exits with status 143 unless this is caught."""
+
+    def __init__(self):
+        super().__init__(EXIT_TERMINATED)
+
+
+
+
+class _Interrupted(BaseException):
+    """Ctrl-C during the audit. Not a KeyboardInterrupt, which Lightning's trainer turns
+    into ``sys.exit(1)``; converted to KeyboardInterrupt once the audit has cleaned up."""
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+class _Terminated(_Interrupted):
+    """SIGTERM during the audit; converted to ``Terminated`` once the audit has cleaned up."""
+
+
+@contextmanager
+def _interruptible():
+    """SIGINT raises ``_Interrupted`` in the audit (when it would raise KeyboardInterrupt),
+    SIGTERM ``_Terminated`` (when it would end the process); the previous handlers are
+    restored afterwards, also when a library replaced them. A handler someone else installed
+    is left alone."""
+    if not _main_thread():
+        yield
+        return
+    prev = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def on_int(signum, frame):
+        raise _Interrupted
+
+    def on_term(signum, frame):
+        raise _Terminated
+
+    if prev[signal.SIGINT] is signal.default_int_handler:
+        signal.signal(signal.SIGINT, on_int)
+    if prev[signal.SIGTERM] == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        for sig, handler in prev.items():
+            if handler is not None:  # None: installed outside Python, cannot be restored
+                signal.signal(sig, handler)
+
+
+@contextmanager
+def _deferred_interrupt():
+    """SIGINT and SIGTERM wait while the outputs are moved into place (milliseconds), so
+    that a folder is never left half replaced; the audit then completes."""
+    if not _main_thread():
+        yield
+        return
+    hit = []
+    prev = {sig: signal.signal(sig, lambda signum, frame: hit.append(signum))
+            for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in prev.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        if hit:
+            warn("interrupt received while the outputs were moved into place; they are "
+                  "complete")

@@ -1,0 +1,149 @@
+"""What an audit returns (``AuditResult``) and how it warns (``FauxAuditWarning``).
+
+Warnings that concern the result (an aux model near chance, rows the counterfactual could
+not reach or that left the data's support, a Pipeline audited after its encoders, an unusual
+finite-difference step) are raised with ``warnings.warn(..., FauxAuditWarning)``, kept in
+``summary["warnings"]`` and listed by the result's repr; the CLI prints each as one
+``faux audit: warning: ...`` line."""
+
+from __future__ import annotations
+
+import contextvars
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+
+class FauxAuditWarning(UserWarning):
+    """A warning about an audit's result (see ``AuditResult.warnings``)."""
+
+
+_collected: contextvars.ContextVar[list | None] = contextvars.ContextVar("faux_audit_warnings",
+                                                                          default=None)
+
+
+def warn(msg: str, stacklevel: int = 3) -> None:
+    """One warning (whitespace collapsed to one line): ``FauxAuditWarning``, and recorded for
+    the audit under way (``collecting``)."""
+    msg = " ".join(msg.split())
+    got = _collected.get()
+    if got is not None and msg not in got:
+        got.append(msg)
+    warnings.warn(msg, FauxAuditWarning, stacklevel=stacklevel)
+
+
+def current() -> list[str]:
+    """The warnings of the audit under way so far."""
+    return list(_collected.get() or [])
+
+
+class collecting:
+    """``with collecting() as found:`` the warnings of the audit inside, in order."""
+
+    def __enter__(self) -> list:
+        self.found: list[str] = []
+        self.token = _collected.set(self.found)
+        return self.found
+
+    def __exit__(self, *exc) -> None:
+        _collected.reset(self.token)
+
+
+class AuditResult:
+    """What an audit found. ``scores``: a DataFrame (row_id, one column per method, flagged;
+    in memory also group), kept when the audit ran in memory and otherwise read from
+    ``out_dir/scores.parquet`` on first access; ``summary``: the dict written to
+    ``summary.json``; ``top_flagged``: the highest-scoring flagged rows with their top
+    contributing features; ``feature_ranking``: feature -> importance for the protected
+    attribute (aux transparency report, one-hot groups aggregated), highest first;
+    ``passed``: False when a gate (fail_above / max_flagged_rate) failed; ``out_dir``: where
+    the outputs were written (or None); ``warnings``: the audit's warnings (one line each,
+    also raised as ``FauxAuditWarning``). ``save(folder)`` writes the outputs as the CLI does."""
+
+    def __init__(self, summary: dict, feature_ranking: dict, top_flagged: pd.DataFrame,
+                 scores: pd.DataFrame | None = None, out_dir: Path | None = None,
+                 passed: bool = True, plot_scores: dict | None = None):
+        self.summary = summary
+        self.feature_ranking = feature_ranking
+        self.top_flagged = top_flagged
+        self._scores = scores
+        self.out_dir = out_dir
+        self.passed = passed
+        self.plot_scores = {} if plot_scores is None else plot_scores
+
+    @property
+    def scores(self) -> pd.DataFrame | None:
+        if self._scores is None and self.out_dir is not None:
+            self._scores = pd.read_parquet(Path(self.out_dir) / "scores.parquet")
+        return self._scores
+
+    @scores.setter
+    def scores(self, value: pd.DataFrame | None) -> None:
+        self._scores = value
+
+    def by_group(self, view: str | None = None) -> pd.DataFrame:
+        """A group view (default: the first attribute's) as a DataFrame indexed by group:
+        rows, flagged, rate, mean_score, their intervals, top_features."""
+        from faux.audit.groups import by_group_frame
+
+        return by_group_frame(self.summary, view)
+
+    def difference(self, view: str | None = None) -> float:
+        """Largest difference of the flagged rate between a view's groups (max - min)."""
+        from faux.audit.groups import difference_ratio
+
+        return difference_ratio(self.by_group(view)["rate"])[0]
+
+    def ratio(self, view: str | None = None) -> float:
+        """Smallest ratio of the flagged rate between a view's groups (min / max)."""
+        from faux.audit.groups import difference_ratio
+
+        return difference_ratio(self.by_group(view)["rate"])[1]
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.summary.get("warnings") or [])
+
+    def save(self, out_dir, *, force: bool = False, report: bool = True) -> Path:
+        """Write scores.parquet, summary.json, report.html (unless ``report`` is False) and
+        the marker ``.faux-audit.json`` into ``out_dir``, as ``faux audit --out`` does and
+        under its rules: ``out_dir`` must be new, empty or an earlier audit's output
+        (``force``: write beside other files, never replacing them); the files appear
+        together or not at all. Returns the folder; ``out_dir`` is set to it."""
+        from faux.audit.outputs import save_result
+
+        return save_result(self, out_dir, force=force, report=report)
+
+    @property
+    def flagged_rate(self) -> float:
+        return float(self.summary["flagged"]["rate"])
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    def __repr__(self) -> str:
+        s = self.summary
+        st = s["settings"]
+        q = s.get("aux_quality", {})
+        qual = (f"R2 {q['r2']:.3f}" if "r2" in q else
+                f"AUROC {q['auroc']:.3f}" if "auroc" in q else "?")
+        rates = ", ".join(f"{m} {v['rate_above']:.2%}" for m, v in s.get("thresholds", {}).items())
+        where = (f"out_dir: {self.out_dir}" if self.out_dir is not None else
+                 "out_dir: None (scores in memory)")
+        gate = ("no gate" if st.get("fail_above") is None and st.get("max_flagged_rate") is None
+                else "gate passed" if self.passed else "gate FAILED")
+        if st.get("verdict", "score") == "effect":
+            rule = (f"by the effect verdict (decision changes with {s['data']['protected']} "
+                    "under every aux model)")
+            rates = f"{rates} (diagnostic)"
+        else:
+            rule = f"with {st['primary']} > {st['threshold']:.4g}"
+        warned = "".join(f"\n  warning: {w}" for w in self.warnings)
+        return (f"AuditResult({s['data']['rows']:,} rows, protected {s['data']['protected']!r}, "
+                f"methods {', '.join(st['methods'])}; aux {qual})\n"
+                f"  flagged: {s['flagged']['count']:,} ({s['flagged']['rate']:.2%}) {rule}; "
+                f"{gate}\n"
+                f"  rows above each threshold: {rates}\n"
+                f"  {where}{warned}")

@@ -1,0 +1,142 @@
+"""The Python API says what it does: ``help(faux.audit)`` documents every parameter, what
+weakens a result is a ``FauxAuditWarning`` listed by the result, and ``AuditResult.save``
+writes what the CLI writes under the same rules for the output folder."""
+
+import inspect
+import json
+import pydoc
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import faux
+from faux.audit.core import _result_warnings, audit
+from faux.audit.outputs import MARKER
+from faux.errors import ConfigError
+
+
+def _model(x):
+    x = np.asarray(x, dtype=np.float64)
+    return 1 / (1 + np.exp(-(0.8 * x[:, 0] - 0.5 * x[:, 1] + 2.5 * (x[:, 2] - 0.5))))
+
+
+def _world(n=300, seed=0, blind=False):
+    rng = np.random.default_rng(seed)
+    c = rng.integers(0, 2, n)
+    X = pd.DataFrame({"u": rng.normal(size=n), "v": rng.normal(size=n),
+                      "w": (0 if blind else c) + 0.3 * rng.normal(size=n)})
+    return X, c
+
+
+KW = dict(aux_epochs=2, aux_seeds=2, null_permutations=2, progress=False)
+
+
+def test_help_documents_every_parameter_in_a_parameters_section():
+    text = pydoc.render_doc(faux.audit, renderer=pydoc.plaintext)
+    section = text.split("Parameters\n")[1].split("Returns\n")[0]
+    params = list(inspect.signature(audit).parameters)
+    assert len(params) >= 40
+    missing = [p for p in params if f"    {p} :" not in section]
+    assert not missing, missing
+    assert faux.FauxAuditWarning is faux.audit.FauxAuditWarning
+    assert issubclass(faux.FauxAuditWarning, UserWarning)
+
+
+def test_an_aux_near_chance_is_a_warning_listed_by_the_result():
+    X, c = _world(blind=True)
+    with pytest.warns(faux.FauxAuditWarning, match="near chance") as got:
+        res = faux.audit(_model, X, c, **KW)
+    assert any("near chance" in w for w in res.warnings)
+    assert res.summary["warnings"] == res.warnings
+    assert len({str(w.message) for w in got}) == len(got)  # each once
+    text = repr(res)
+    assert "warning:" in text and "near chance" in text
+
+
+def test_a_pipeline_audited_after_its_encoders_is_a_warning():
+    from test_audit_encoders import fitted, people
+
+    X, sex, y = people()
+    model = fitted(X, y)
+    with pytest.warns(faux.FauxAuditWarning, match="Pipeline that encodes its own columns"):
+        res = faux.audit(model, X, sex, **KW)
+    assert any("after its" in w for w in res.warnings)
+
+
+def test_unreachable_and_off_support_rows_are_warnings_above_their_share():
+    summary = {"data": {"rows": 1000, "features": ["a"]}, "settings": {"support_margin": 0.1},
+               "groups": {"views": {"sex": {"aux_quality": {"warning": None}}}},
+               "effects": {"sex": {"unreachable": 12, "off_support": 60},
+                           "race": {"unreachable": 10, "off_support": 50}}}
+    msgs = _result_warnings(summary)
+    assert len(msgs) == 2 and all(m.startswith("sex:") for m in msgs)  # race: at the limits
+    assert "12 rows (1.20%)" in msgs[0] and "unreachable" in msgs[0]
+    assert "60 rows" in msgs[1] and "support" in msgs[1]
+
+
+def test_the_cli_prints_each_warning_as_one_line(tmp_path, capsys):
+    from faux.audit.cli import main
+
+    X, c = _world(blind=True)
+    data = tmp_path / "d.csv"
+    X.assign(sex=c).to_csv(data, index=False)
+    import joblib
+    from sklearn.linear_model import LogisticRegression
+
+    lr = LogisticRegression().fit(X.to_numpy(), (X.u > 0).astype(int))
+    joblib.dump(lr, tmp_path / "m.pkl")
+    rc = main(["audit", "--model", str(tmp_path / "m.pkl"), "--trust-pickle", "--data",
+               str(data), "--protected", "sex", "--out", str(tmp_path / "o"), "--aux-epochs",
+               "2", "--null-permutations", "2", "--aux-seeds", "2", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 0
+    lines = [ln for ln in err.splitlines() if "near chance" in ln]
+    assert len(lines) == 1 and lines[0].startswith("faux audit: warning: "), err
+    assert "FauxAuditWarning" not in err
+
+
+@pytest.fixture(scope="module")
+def in_memory():
+    X, c = _world()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", faux.FauxAuditWarning)
+        return faux.audit(_model, X, c, **KW)
+
+
+def test_save_writes_what_an_audit_with_out_dir_writes(in_memory, tmp_path):
+    res = in_memory
+    assert res.out_dir is None
+    out = res.save(tmp_path / "saved")
+    assert out == tmp_path / "saved" and res.out_dir == out
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted(["scores.parquet", "summary.json", "report.html", MARKER])
+    marker = json.loads((out / MARKER).read_text())
+    assert sorted(marker["files"]) == ["report.html", "scores.parquet", "summary.json"]
+    s = json.loads((out / "summary.json").read_text())
+    assert s["flagged"] == json.loads(json.dumps(res.summary["flagged"]))
+    assert "top_flagged" in s and "provenance" in s
+    scores = pd.read_parquet(out / "scores.parquet")
+    assert len(scores) == 300 and int(scores.flagged.sum()) == s["flagged"]["count"]
+    assert "Individual-fairness audit" in (out / "report.html").read_text()
+    res.save(out)  # an earlier audit's output may be replaced
+    assert sorted(p.name for p in out.iterdir()) == names
+
+
+def test_save_keeps_the_out_folder_rules(in_memory, tmp_path):
+    res = in_memory
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="--force"):
+        res.save(busy)
+    assert sorted(p.name for p in busy.iterdir()) == ["notes.txt"]
+    res.save(busy, force=True, report=False)
+    assert sorted(p.name for p in busy.iterdir()) == sorted(
+        [MARKER, "notes.txt", "scores.parquet", "summary.json"])
+    assert (busy / "notes.txt").read_text() == "mine"
+    afile = tmp_path / "a-file"
+    afile.write_text("x")
+    with pytest.raises(ConfigError, match="is a file"):
+        res.save(afile)
