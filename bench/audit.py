@@ -21,13 +21,28 @@ conversion) and by forced finite differences, and prints
         over the rows; ``audit_exact_over_fd_total``: whole audits, null models included)
     audit_exact_fd_spearman: the smallest Spearman correlation of the two modes' scores
 
+And the speed budget (docs/audit.md), in this process, each line with its ratio to the
+budget (``_over_budget``: measured / budget for times, budget / measured for speeds, so
+that <= 1 is within budget for both):
+
+    audit_default_wall_s (``--default-rows``, 12,000): one default audit (the effect
+        verdict, 3 aux seeds, 3 null models) of an in-memory LogisticRegression on 8
+        features; audit_default_aux_training_s: its aux models' training (every view, every
+        seed, the null models); budget 20 s
+    audit_tree_rows_per_s (``--tree-rows``, 30,000): the full pass over the rows (scores and
+        the default effect verdict) of a HistGradientBoostingClassifier on 20 features, a
+        black box; audit_tree_model_calls_per_row: its finite-difference model calls per
+        row; budget 5,000 rows/s
+
 Usage: .venv/bin/python bench/audit.py [--rows 1000000] [--features 50] [--dir /tmp/...]
-       [--exact-rows 100000] [--null-time]
+       [--exact-rows 100000] [--null-time] [--default-rows 12000] [--tree-rows 30000]
+       (``--rows 0``: no file-based audit)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -75,7 +90,7 @@ def make_data(path: Path, rows: int, d: int, block: int = 1 << 20) -> None:
             writer.write_table(table.slice(0, min(m, rows - s)), row_group_size=1 << 18)
 
 
-def exact_vs_fd(rows: int, d: int) -> None:
+def exact_vs_fd(rows: int, d: int, verdict: str = "effect") -> None:
     """The same LogisticRegression audited exactly and by forced finite differences."""
     import warnings
 
@@ -99,7 +114,7 @@ def exact_vs_fd(rows: int, d: int) -> None:
         tm = from_estimator(lr, "LogisticRegression", exact=exact)
         assert tm.differentiable == exact, tm.scoring_mode
         t0 = time.perf_counter()
-        res = faux.audit(tm, x, c, aux_epochs=5, progress=False)
+        res = faux.audit(tm, x, c, aux_epochs=5, progress=False, verdict=verdict)
         runs[mode] = (res, time.perf_counter() - t0)
         print(f"# {mode}: {tm.scoring_mode}; scoring {res.summary['scoring']['seconds']:.2f} s, "
               f"whole audit {runs[mode][1]:.1f} s", file=sys.stderr)
@@ -110,6 +125,94 @@ def exact_vs_fd(rows: int, d: int) -> None:
     print(f"audit_exact_over_fd: {ratio:.1f}")
     print(f"audit_exact_over_fd_total: {t_fd / t_ex:.2f}")
     print(f"audit_exact_fd_spearman: {rho:.4f}")
+
+
+DEFAULT_BUDGET_S = 20.0
+TREE_BUDGET_ROWS_PER_S = 5000.0
+
+
+@contextlib.contextmanager
+def _timed_training():
+    """Yields a list that collects the wall time of every aux training call inside the
+    block (``train_aux_family``: each view's stacked aux models)."""
+    import faux.audit.aux as aux
+
+    spent: list[float] = []
+    real = aux.train_aux_family
+
+    def timed(*a, **k):
+        t0 = time.perf_counter()
+        try:
+            return real(*a, **k)
+        finally:
+            spent.append(time.perf_counter() - t0)
+
+    aux.train_aux_family = timed
+    try:
+        yield spent
+    finally:
+        aux.train_aux_family = real
+
+
+def default_audit(rows: int) -> None:
+    """One default audit of an in-memory LogisticRegression whose decision reads a proxy of
+    the protected attribute (8 features), timed whole, the aux training apart."""
+    import warnings
+
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+
+    import faux
+
+    rng = np.random.default_rng(0)
+    c = rng.integers(0, 2, rows)
+    zip_ = c + 0.4 * rng.normal(size=rows)
+    X = pd.DataFrame({**{f"f{j}": rng.normal(size=rows) for j in range(7)}, "zip": zip_})
+    y = (X["f0"] + 1.5 * X["zip"] > 0.7).astype(int)
+    with warnings.catch_warnings(), _timed_training() as spent:
+        warnings.simplefilter("ignore")
+        model = LogisticRegression(max_iter=1000).fit(X.to_numpy(), y)
+        t0 = time.perf_counter()
+        res = faux.audit(model, X, c, seed=0, progress=False, report=False)
+        wall = time.perf_counter() - t0
+    print(f"# default audit: {res.summary['flagged']['count']:,} of {rows:,} rows flagged; "
+          f"aux trainings of {len(spent)} stacks", file=sys.stderr)
+    print(f"audit_default_rows: {rows}")
+    print(f"audit_default_wall_s: {wall:.1f}")
+    print(f"audit_default_aux_training_s: {sum(spent):.1f}")
+    print(f"audit_default_wall_over_budget: {wall / DEFAULT_BUDGET_S:.2f}")
+
+
+def tree_audit(rows: int, d: int = 20) -> None:
+    """One default audit of a HistGradientBoostingClassifier (a black box: finite
+    differences, the effect verdict's counterfactuals by model calls)."""
+    import warnings
+
+    import pandas as pd
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    import faux
+
+    rng = np.random.default_rng(2)
+    c = rng.integers(0, 2, rows)
+    X = pd.DataFrame(rng.normal(size=(rows, d)), columns=[f"f{j}" for j in range(d)])
+    X["f0"] += c  # feature 0 carries c
+    y = (X["f0"] + X["f1"] - 0.5 * X["f2"] + rng.logistic(size=rows) > 0.5).astype(int)
+    model = HistGradientBoostingClassifier(max_iter=100, random_state=0).fit(X.to_numpy(), y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        res = faux.audit(model, X, c, seed=0, progress=False, report=False)
+        wall = time.perf_counter() - t0
+    sc = res.summary["scoring"]
+    print(f"# tree ensemble: {sc['mode']}; full pass {sc['seconds']:.1f} s, whole audit "
+          f"{wall:.1f} s", file=sys.stderr)
+    print(f"audit_tree_rows: {rows}")
+    print(f"audit_tree_rows_per_s: {sc['rows_per_s']:.0f}")
+    print(f"audit_tree_model_calls_per_row: {sc['model_calls_per_row']}")
+    print(f"audit_tree_wall_s: {wall:.1f}")
+    print(f"audit_tree_rows_per_s_over_budget: "
+          f"{TREE_BUDGET_ROWS_PER_S / max(sc['rows_per_s'], 1e-9):.2f}")
 
 
 def run_child(cmd: list[str]) -> tuple[float, float]:
@@ -134,9 +237,22 @@ def main() -> None:
                     help="rows of the exact vs finite-difference comparison (0: skip it)")
     ap.add_argument("--null-time", action="store_true",
                     help="also run the audit with a manual threshold to time the null models")
+    ap.add_argument("--exact-verdict", default="effect", choices=["effect", "score"],
+                    help="verdict of the exact vs finite-difference audits (the effect "
+                         "verdict's counterfactual calls are the same in both modes)")
+    ap.add_argument("--default-rows", type=int, default=12_000,
+                    help="rows of the timed default audit (0: skip it)")
+    ap.add_argument("--tree-rows", type=int, default=30_000,
+                    help="rows of the tree-ensemble audit (0: skip it)")
     args = ap.parse_args()
+    if args.default_rows:
+        default_audit(args.default_rows)
+    if args.tree_rows:
+        tree_audit(args.tree_rows)
     if args.exact_rows:
-        exact_vs_fd(args.exact_rows, args.features)
+        exact_vs_fd(args.exact_rows, args.features, args.exact_verdict)
+    if not args.rows:
+        return
     work = Path(args.dir or tempfile.mkdtemp(prefix="faux-bench-audit-"))
     work.mkdir(parents=True, exist_ok=True)
     data, model, out = work / f"data_{args.rows}.parquet", work / "model.pt", work / "out"
