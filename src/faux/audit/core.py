@@ -31,7 +31,6 @@ from __future__ import annotations
 import heapq
 import math
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -64,6 +63,7 @@ from faux.audit.interrupts import (  # noqa: F401 (re-exported)
 )
 from faux.audit.methods import audit_methods, default_methods
 from faux.audit.methods import threshold as default_threshold
+from faux.audit.missing import Missing, NanTarget
 from faux.audit.outcome_pass import OutcomePass, flagged_by_group, flagged_intervals
 from faux.audit.outputs import (  # noqa: F401 (re-exported)
     MARKER,
@@ -76,6 +76,7 @@ from faux.audit.outputs import (  # noqa: F401 (re-exported)
     _stage,
     _Staging,
 )
+from faux.audit.progress import Progress as _Progress
 from faux.audit.provenance import provenance
 from faux.audit.ranking import _ranking, feature_groups  # noqa: F401 (re-exported)
 from faux.audit.result import AuditResult, FauxAuditWarning, collecting, warn  # noqa: F401
@@ -107,46 +108,6 @@ NULL_PERMUTATIONS = 3  # default number of aux models trained on a permuted prot
 UNREACHABLE_WARN = 0.01  # a warning when more rows than this share are unreachable
 OFF_SUPPORT_WARN = 0.05  # ... or have their counterfactual off the data's support
 RULE_MANUAL, RULE_QUANTILE, RULE_BH = "manual threshold", "null quantile", "benjamini-hochberg"
-
-
-class _Progress:
-    """A rich progress bar with rows/s on a terminal; silent otherwise."""
-
-    def __init__(self, enabled: bool | None):
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.bar = None
-
-    def start(self, label: str, total: int | None):
-        if not self.enabled:
-            return lambda m: None
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-
-        if self.bar is None:
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                                MofNCompleteColumn(),
-                                TextColumn("{task.fields[rate]} rows/s"), TimeRemainingColumn(),
-                                transient=False)
-            self.bar.start()
-        task = self.bar.add_task(label, total=total, rate="-")
-        t0 = time.perf_counter()
-        done = [0]
-
-        def advance(m):
-            done[0] += m
-            rate = done[0] / max(time.perf_counter() - t0, 1e-9)
-            self.bar.update(task, advance=m, rate=f"{rate:,.0f}")
-
-        return advance
-
-    def stop(self):
-        if self.bar is not None:
-            self.bar.stop()
 
 
 def _encodes_itself(model) -> bool:
@@ -540,7 +501,12 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
         try:
             sc = scan(source, feats, c_cols, y_col, sample=int(sample),
                       batch_size=int(batch_size), seed=seed, protected_type=protected_type,
-                      progress=bar.start("checking", source.n_rows))
+                      progress=bar.start("checking", source.n_rows),
+                      allow_nan=not target.differentiable)
+            missing = None
+            if sc.nan_rows:  # a black box that reads NaN: the aux side reads the mean
+                missing = Missing(sc.x)
+                sc.x = missing.fill_in(sc.x)
             views = build_views(sc, int(min_cell), intersection)
             _check_model_on_sample(target, sc.x)
             if not target.verify_exact(sc.x):  # a conversion that differs on the data
@@ -578,7 +544,8 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                     views, null_nets_for(sc, z_sample, null_permutations, seed=seed, aux=aux,
                                       aux_width=aux_width, aux_depth=aux_depth,
                                       aux_epochs=int(aux_epochs)),
-                    target, sc, z_sample, feats, settings=eff_settings,
+                    target if missing is None else NanTarget(target, missing), sc, z_sample,
+                    feats, settings=eff_settings,
                     batch_size=min(int(batch_size), 65_536), layout=layout)
             except SystemExit:
                 raise _Interrupted from None
@@ -592,7 +559,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                              bh_null=null["scores"][primary] if rule == RULE_BH else None,
                              alpha=alpha, views=views, passes=passes,
                              label=y_col if outcome.has_label else None,
-                             observers=(outcome, row_values, target.proba))
+                             observers=(outcome, row_values, target.proba, missing))
         finally:
             bar.stop()
         n_flag, per_group, top, plot_scores, mem_scores, t_score, above, bh = res
@@ -679,6 +646,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
             "outcomes": outcomes,
             "performance": performance,
             "provenance": provenance(raw_source, target.provenance()),
+            "missing": None if missing is None else missing.summary(sc.n_rows),
             "seconds_total": round(time.perf_counter() - t_start, 3),
         }
         flagged_intervals(summary["groups"])
@@ -744,8 +712,10 @@ def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar,
     with p <= alpha meanwhile (a superset). With ``passes`` (``faux.audit.effect_pass``, the
     effect verdict) the first attribute's effect verdict is ``flagged``, each attribute's
     view counts its own, and the effects are score columns. ``observers``: (an
-    ``OutcomePass``, a ``RowValues``, the model's probability function), fed every batch
-    (``label``: the label column to read for the outcomes, or None)."""
+    ``OutcomePass``, a ``RowValues``, the model's probability function, a ``Missing`` or
+    None), fed every batch (``label``: the label column to read for the outcomes, or None);
+    with a ``Missing`` the batches' NaN are filled in for everything but the model's own
+    calls (``faux.audit.missing``)."""
     from faux.audit.groups import add_batch
 
     primary = methods[0]
@@ -766,7 +736,9 @@ def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar,
     advance = bar.start("scoring", sc.n_rows)
     t0 = time.perf_counter()
     try:
-        for b in source.batches(feats, c_cols, label, batch_size):
+        for raw in source.batches(feats, c_cols, label, batch_size):
+            missing = observers[3] if observers is not None else None
+            b = raw if missing is None else missing.batch(raw)
             s = scorer.score(b.x)
             groups = sc.protected.group_labels(b.c)
             if bh_null is not None:  # exceedances: null scores at or above each row's
@@ -782,9 +754,9 @@ def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar,
             if passes:
                 flagged = view_flags[passes[0].name]
             if observers is not None:
-                outcome, row_values, proba = observers
-                outcome.add(b, eff_cols["p"] if "p" in eff_cols else proba(b.x))
-                row_values.add(b)
+                outcome, row_values, proba, _ = observers
+                outcome.add(raw, eff_cols["p"] if "p" in eff_cols else proba(raw.x))
+                row_values.add(raw)
             extra = add_batch(views, b, s, flagged, e, groups, methods, alpha,
                               view_flags) if views else {}
             for m in methods:

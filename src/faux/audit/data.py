@@ -376,6 +376,7 @@ class Scan:
     # rows of each combination of the attributes' values (None for a continuous one), or
     # None when there were more than MAX_JOINT combinations
     joint: dict | None = None
+    nan_rows: int = 0  # rows with a NaN feature (allowed for a black box that reads NaN)
 
 
 MAX_JOINT = 10_000  # combinations of protected values counted for the intersection
@@ -481,8 +482,9 @@ def _drop_from_joint(joint: dict, i: int) -> dict:
 
 def scan(source: Source, features, protected, label: str | None, *, sample: int,
          batch_size: int, seed: int = 0, protected_type="auto",
-         progress=None) -> Scan:
-    """One pass: count rows, refuse NaN/inf features, describe each protected attribute
+         progress=None, allow_nan: bool = False) -> Scan:
+    """One pass: count rows, refuse inf features and NaN ones unless ``allow_nan`` (a black
+    box that reads NaN; ``Scan.nan_rows`` counts them), describe each protected attribute
     (``protected``: a column name or a list; ``protected_type``: one type for all or one
     per attribute), count their combinations, sample ``sample`` rows."""
     prot = protected_list(protected)
@@ -502,14 +504,16 @@ def scan(source: Source, features, protected, label: str | None, *, sample: int,
     xs = np.empty((0, len(features)))
     cs = {p: np.empty(0, dtype=object) for p in prot}
     ys = None if label is None else np.empty(0, dtype=object)
-    n = n_bad = 0
+    n = n_bad = n_nan = 0
     first_bad: list[int] = []
     cols = [_Column(p, t) for p, t in zip(prot, types)]
     joint: dict | None = {} if len(prot) > 1 else None
     in_joint = [True] * len(prot)
     for b in source.batches(features, prot, label, batch_size):
         m = b.x.shape[0]
-        bad = ~np.isfinite(b.x).all(axis=1)
+        nan = np.isnan(b.x).any(axis=1)
+        n_nan += int(nan.sum())
+        bad = ~(np.isfinite(b.x) | (allow_nan & np.isnan(b.x))).all(axis=1)
         if bad.any():
             n_bad += int(bad.sum())
             first_bad += (b.start + np.flatnonzero(bad)[:5 - len(first_bad)]).tolist()
@@ -543,8 +547,11 @@ def scan(source: Source, features, protected, label: str | None, *, sample: int,
     if n == 0:
         raise DataError(f"{source.name} has no rows to audit")
     if n_bad:
-        raise DataError(f"features hold NaN or inf in {n_bad} rows (first rows: "
-                        f"{', '.join(map(str, first_bad))}); impute or drop them before auditing")
+        why = ("; the model is scored by its gradients (autograd), which NaN breaks: impute or "
+               "drop them, or audit a model that reads NaN (e.g. a tree ensemble) as a black "
+               "box" if n_nan and not allow_nan else "; impute or drop them before auditing")
+        raise DataError(f"features hold {'inf' if allow_nan else 'NaN or inf'} in {n_bad} rows "
+                        f"(first rows: {', '.join(map(str, first_bad))}){why}")
     for col in cols:
         if col.n_null:
             raise DataError(f"protected column {col.name!r} is missing in "
@@ -564,7 +571,8 @@ def scan(source: Source, features, protected, label: str | None, *, sample: int,
             if in_joint[i] and attrs[col.name].kind == "continuous":
                 joint = _drop_from_joint(joint, i)
     mean, scale = _standardisation(xs)
-    return Scan(n, rows, xs, cs[prot[0]], ys, attrs[prot[0]], mean, scale, attrs, cs, joint)
+    return Scan(n, rows, xs, cs[prot[0]], ys, attrs[prot[0]], mean, scale, attrs, cs, joint,
+                n_nan)
 
 
 def _describe_protected(name, counts, too_many, numeric, c_sample, protected_type):
@@ -599,9 +607,18 @@ def _describe_protected(name, counts, too_many, numeric, c_sample, protected_typ
 
 
 def _standardisation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sample mean/std per column; 0/1 columns (one-hot, flags) are left as they are."""
-    binary = np.isin(x, (0.0, 1.0)).all(axis=0)
-    mean = np.where(binary, 0.0, x.mean(axis=0))
-    std = x.std(axis=0)
+    """Sample mean/std per column, NaN left out; 0/1 columns (one-hot, flags) are left as
+    they are."""
+    nan = np.isnan(x)
+    binary = (np.isin(x, (0.0, 1.0)) | nan).all(axis=0)
+    if not nan.any():
+        mean, std = x.mean(axis=0), x.std(axis=0)
+    else:
+        seen = (~nan).any(axis=0)
+        filled = np.where(nan, 0.0, x)
+        n = np.maximum((~nan).sum(axis=0), 1)
+        mean = np.where(seen, filled.sum(axis=0) / n, 0.0)
+        std = np.sqrt(np.where(nan, 0.0, (x - mean) ** 2).sum(axis=0) / n)
+    mean = np.where(binary, 0.0, mean)
     scale = np.where(binary | (std <= 0), 1.0, std)
     return mean, scale
