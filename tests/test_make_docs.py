@@ -169,7 +169,15 @@ def test_readme_status_and_results_blocks_between_markers(make_docs, outputs, tm
     (res / "table1.md").write_text("Table 1: AP, ours / paper.\n| method | S1 |\n|---|---|\n"
                                    "| fAux | 0.9 / 0.3 |\n\nTop-30% AP:\n\n| method | S1 |\n")
     (res / "table1.csv").write_text("column,method,ap_mean\n" + "".join(
-        f"Synthetic-{i},lic_ub,0.95\n" for i in range(1, 9)))       # C1 holds, C2-C5 do not
+        f"Synthetic-{i},lic_ub,0.95\n" for i in range(1, 9)))
+    from test_docs_claims import _table1_jobs
+
+    from faux.reports import table1_intervals as T
+
+    # C1 holds (LIC-UB near perfect), C2-C5 fail (every fAux variant below both FTAs)
+    T.write(T.build(_table1_jobs(tmp_path / "jobs", {
+        "lic_ub": 8.0, "fta": 3.0, "fta_lin": 3.0, "faux": 0.0, "faux_ng": 0.0,
+        "faux_ig": 0.0}), b=200), res)
     (res / "fig4.md").write_text(
         "| method | Adult |\n|---|---|\n| FlipTest | 0.6 ± 0.1 (1 / 1) |\n"
         "| fAux+NG | 0.2 ± 0.1 (1 / 2) |\n| *fair model vs the fairness check* | pass (5/5) |\n")
@@ -197,12 +205,14 @@ def test_readme_status_and_results_blocks_between_markers(make_docs, outputs, tm
     assert [c["held"] for c in t1["claims"]] == [True, False, False, False, False]
     assert t1["status"] == "partly" and t1["time"] == {"job_s": 2.0, "n_jobs": 2, "span_s": None}
     assert "| [Table 1](docs/figures/table1.md) |" in text
-    assert "**partly** (1/5): C1 ✓ 8/8 columns; C2 ✗ 0/8 columns" in text
+    assert ("**partly** (1/5): C1 ✓ holds 8/8, fails 0/8, undecided 0/8; C2 ✗ holds 0/8, "
+            "fails 8/8, undecided 0/8") in text
     assert "| 2 s over 2 job(s) |" in text
     assert "| [Fig. 4/10](docs/figures/fig4.md) |" in text and "**not held** (0/1)" in text
     # the results block: Table 1's first table, its claims, Fig. 4 and the reversal finding
     assert "| fAux | 0.9 / 0.3 |" in text and "Top-30%" not in text
-    assert "Claims: C1: held (8/8 columns); C2: not held (0/8 columns)" in text
+    assert ("Claims: C1: held (holds 8/8, fails 0/8, undecided 0/8); C2: not held (holds 0/8, "
+            "fails 8/8, undecided 0/8)") in text
     assert "**On Adult the fair model passes" in text and "AUROC 0.200" in text
     assert "(docs/figures/fig4_adult.png)" in text and "`make fig4 PROFILE=quick`" in text
     assert "reproduced" not in text
