@@ -170,9 +170,8 @@ def test_readme_status_and_results_blocks_between_markers(make_docs, outputs, tm
                                    "| fAux | 0.9 / 0.3 |\n\nTop-30% AP:\n\n| method | S1 |\n")
     (res / "table1.csv").write_text("column,method,ap_mean\n" + "".join(
         f"Synthetic-{i},lic_ub,0.95\n" for i in range(1, 9)))
-    from test_docs_claims import _table1_jobs
-
     from faux.reports import table1_intervals as T
+    from test_docs_claims import _table1_jobs
 
     # C1 holds (LIC-UB near perfect), C2-C5 fail (every fAux variant below both FTAs)
     T.write(T.build(_table1_jobs(tmp_path / "jobs", {
