@@ -140,3 +140,28 @@ def test_save_keeps_the_out_folder_rules(in_memory, tmp_path):
     afile.write_text("x")
     with pytest.raises(ConfigError, match="is a file"):
         res.save(afile)
+
+
+def test_the_settings_defaults_are_written_once():
+    """audit()'s keyword defaults and the CLI's flag defaults are AuditSettings' fields."""
+    from faux.audit.cli import build_parser
+    from faux.audit.settings import DEFAULTS, AuditSettings
+
+    sig = inspect.signature(audit).parameters
+    for name in AuditSettings.names():
+        assert sig[name].default == getattr(DEFAULTS, name), name
+    args = build_parser().parse_args(["audit", "--model", "m", "--data", "d", "--protected",
+                                      "s"])
+    flags = {"alpha", "null_permutations", "verdict", "decision_threshold", "materiality",
+             "steps", "threshold", "fail_above", "max_flagged_rate", "aux", "aux_seeds",
+             "min_cell", "sample", "batch_size", "aux_epochs", "fd_step", "seed"}
+    for name in flags:
+        assert getattr(args, name) == getattr(DEFAULTS, name), name
+    assert args.protected_type == [DEFAULTS.protected_type]
+    assert (not args.no_exact) == DEFAULTS.exact and args.fdr == DEFAULTS.fdr
+    assert (not args.no_intersection) == DEFAULTS.intersection
+    assert args.force == DEFAULTS.force and args.trust_pickle == DEFAULTS.trust_pickle
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DEFAULTS.aux = "adel"

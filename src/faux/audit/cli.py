@@ -83,16 +83,10 @@ def _int(v: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from faux.audit.core import (
-        ALPHA,
-        FD_STEP_LOW_WARN,
-        FD_STEP_MAX,
-        FD_STEP_WARN,
-        NULL_PERMUTATIONS,
-    )
-    from faux.audit.groups import AUX_SEEDS, MIN_CELL
     from faux.audit.methods import audit_methods, default_methods, thresholds_text
-    from faux.audit.verdict import DECISION_THRESHOLD, STEPS, VERDICT, VERDICTS
+    from faux.audit.settings import DEFAULTS as D
+    from faux.audit.settings import FD_STEP_LOW_WARN, FD_STEP_MAX, FD_STEP_WARN
+    from faux.audit.verdict import VERDICTS
 
     p = _Parser(prog="faux", description="faux: individual-fairness testing by gradient "
                 "alignment (fAux).")
@@ -146,15 +140,15 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--trust-type", action="append", default=[], metavar="TYPE",
                    help="a type a .skops file may instantiate beyond skops' default trust list "
                    "(e.g. lightgbm.sklearn.LGBMClassifier); repeat for each type")
-    a.add_argument("--alpha", type=float, default=ALPHA, metavar="A",
+    a.add_argument("--alpha", type=float, default=D.alpha, metavar="A",
                    help="calibrated thresholds (the default rule): flag a row when its "
                    "first-method score exceeds the (1 - A) quantile of the scores under aux "
                    "models trained on a randomly permuted protected attribute, so that about "
-                   f"A x rows are flagged for a model that ignores it (default {ALPHA:g}; "
+                   f"A x rows are flagged for a model that ignores it (default {D.alpha:g}; "
                    "above 0 and below 1)")
-    a.add_argument("--null-permutations", type=int, default=NULL_PERMUTATIONS, metavar="N",
+    a.add_argument("--null-permutations", type=int, default=D.null_permutations, metavar="N",
                    help="aux models trained on a permuted protected attribute for the null "
-                   f"distribution, each scoring the --sample rows (default {NULL_PERMUTATIONS})")
+                   f"distribution, each scoring the --sample rows (default {D.null_permutations})")
     a.add_argument("--fdr", action="store_true",
                    help="flag by Benjamini-Hochberg over the rows at false discovery rate "
                    "--alpha (p-values from the null scores) instead of the null quantile")
@@ -162,63 +156,65 @@ def build_parser() -> argparse.ArgumentParser:
                    help="score a scikit-learn linear model, MLP or scaler pipeline as a black "
                    "box (finite differences) instead of by autograd through its checked torch "
                    "conversion")
-    a.add_argument("--verdict", choices=VERDICTS, default=VERDICT,
+    a.add_argument("--verdict", choices=VERDICTS, default=D.verdict,
                    help="what flags a row: 'effect' (default), its decision changes at its "
                    "counterfactual under every aux model; 'score', the first method's score "
                    "above its threshold (the audit's earlier rule)")
-    a.add_argument("--decision-threshold", type=_number, default=DECISION_THRESHOLD,
+    a.add_argument("--decision-threshold", type=_number, default=D.decision_threshold,
                    metavar="T", help="the model's decision threshold on its probability, "
-                   f"above 0 and below 1 (default {DECISION_THRESHOLD:g})")
-    a.add_argument("--materiality", type=_number, default=None, metavar="D",
+                   f"above 0 and below 1 (default {D.decision_threshold:g})")
+    a.add_argument("--materiality", type=_number, default=D.materiality, metavar="D",
                    help="flag a row when its probability moves by at least D (in (0, 1], one "
                    "sign under every aux model) instead of when its decision changes")
-    a.add_argument("--steps", type=_int, default=STEPS, metavar="K",
+    a.add_argument("--steps", type=_int, default=D.steps, metavar="K",
                    help="first-order steps of the path to each counterfactual (default "
-                   f"{STEPS}; at least 1)")
-    a.add_argument("--threshold", type=_nonneg_float, default=None, metavar="DELTA",
+                   f"{D.steps}; at least 1)")
+    a.add_argument("--threshold", type=_nonneg_float, default=D.threshold, metavar="DELTA",
                    help="manual score threshold instead of the calibrated one: under "
                    "--verdict score flag rows whose first-method score exceeds DELTA (other "
                    f"methods then report rows above {thresholds_text()}); no effect on the "
                    "exit code")
-    a.add_argument("--fail-above", type=_nonneg_float, default=None, metavar="DELTA",
+    a.add_argument("--fail-above", type=_nonneg_float, default=D.fail_above, metavar="DELTA",
                    help="gate under --verdict score only: flag rows scoring above DELTA and "
                    "exit 1 if any row is flagged (or, with --max-flagged-rate, if more than "
                    "that fraction is)")
-    a.add_argument("--max-flagged-rate", type=float, default=None, metavar="R",
+    a.add_argument("--max-flagged-rate", type=float, default=D.max_flagged_rate, metavar="R",
                    help="gate: exit 1 when the fraction of flagged rows exceeds R (0..1)")
-    a.add_argument("--aux", choices=["mlp", "adel"], default="mlp",
+    a.add_argument("--aux", choices=["mlp", "adel"], default=D.aux,
                    help="aux model of the protected attribute: an MLP (default) or the Adel "
                    "et al. aux kept from reading the label (needs --label)")
     a.add_argument("--protected-type", choices=["auto", "binary", "categorical", "continuous"],
-                   nargs="+", default=["auto"], help="how to read the protected column(s), one "
+                   nargs="+", default=[D.protected_type], help="how to read the protected column(s), one "
                    "type for all or one per --protected column (default auto: 2 values binary, "
                    "up to 20 categorical, more numeric values continuous)")
-    a.add_argument("--aux-seeds", type=int, default=AUX_SEEDS, metavar="N",
+    a.add_argument("--aux-seeds", type=int, default=D.aux_seeds, metavar="N",
                    help="aux models per view, trained with different seeds: under --verdict "
                    "effect each gives every row a counterfactual and a row is flagged only when "
                    "they all agree (1 + N model calls per row for a binary attribute); they "
                    "also score the --sample rows for the intervals over seeds (default "
-                   f"{AUX_SEEDS}; at least 1)")
-    a.add_argument("--min-cell", type=int, default=MIN_CELL, metavar="N",
+                   f"{D.aux_seeds}; at least 1)")
+    a.add_argument("--min-cell", type=int, default=D.min_cell, metavar="N",
                    help="intersection cells with fewer --sample rows than N are merged into "
-                   f"one cell 'other' (default {MIN_CELL}; 0 merges none)")
+                   f"one cell 'other' (default {D.min_cell}; 0 merges none)")
     a.add_argument("--no-intersection", action="store_true",
                    help="no intersection view of several categorical --protected columns")
-    a.add_argument("--sample", type=_positive_int, default=20_000, metavar="N",
+    a.add_argument("--sample", type=_positive_int, default=D.sample, metavar="N",
                    help="rows drawn uniformly to train the aux model (80%%) and measure its "
-                   "quality (20%%) (default 20000)")
-    a.add_argument("--batch-size", type=_positive_int, default=65_536, metavar="N",
-                   help="rows read and scored per batch; bounds memory (default 65536)")
-    a.add_argument("--aux-epochs", type=_positive_int, default=30, metavar="N",
+                   f"quality (20%%) (default {D.sample})")
+    a.add_argument("--batch-size", type=_positive_int, default=D.batch_size, metavar="N",
+                   help=f"rows read and scored per batch; bounds memory (default {D.batch_size})")
+    a.add_argument("--aux-epochs", type=_positive_int, default=D.aux_epochs, metavar="N",
                    help="maximum aux training epochs, early stopping on the held-out rows "
-                   "(default 30)")
-    a.add_argument("--fd-step", type=float, default=0.1, metavar="H",
+                   f"(default {D.aux_epochs})")
+    a.add_argument("--fd-step", type=float, default=D.fd_step, metavar="H",
                    help="black-box models: central finite-difference step, in standard "
-                   f"deviations of the features (default 0.1); must be above 0 and at most "
+                   f"deviations of the features (default {D.fd_step:g}); must be above 0 and at most "
                    f"{FD_STEP_MAX:g}, with a warning above {FD_STEP_WARN:g} (coarse) or below "
                    f"{FD_STEP_LOW_WARN:g} (float32 rounding)")
-    a.add_argument("--seed", type=int, default=0, help="seed of the sample and the aux model")
-    a.add_argument("--no-progress", action="store_true", help="no progress bar")
+    a.add_argument("--seed", type=int, default=D.seed,
+                   help=f"seed of the sample and the aux model (default {D.seed})")
+    a.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (on a terminal) or lines (elsewhere, every 10 s)")
     p.set_defaults(parser_of={"audit": a})
     return p
 

@@ -28,6 +28,7 @@ with nothing left behind. Folders and files are created with the user's umask.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import os
@@ -38,14 +39,12 @@ import numpy as np
 import pandas as pd
 
 from faux.audit.calibration import (
-    SEED_MAX,
     _bh_cut,
     _calibration,
     _null_quantile,
     _null_scores,
 )
 from faux.audit.data import (
-    PROTECTED_TYPES,
     ArraySource,
     check_columns,
     open_source,
@@ -53,7 +52,6 @@ from faux.audit.data import (
     scan,
 )
 from faux.audit.flagged_rows import RowValues
-from faux.audit.groups import AUX_SEEDS, MIN_CELL
 from faux.audit.interrupts import (  # noqa: F401 (re-exported)
     EXIT_TERMINATED,
     Terminated,
@@ -61,7 +59,7 @@ from faux.audit.interrupts import (  # noqa: F401 (re-exported)
     _interruptible,
     _Terminated,
 )
-from faux.audit.methods import audit_methods, default_methods
+from faux.audit.methods import default_methods
 from faux.audit.methods import threshold as default_threshold
 from faux.audit.missing import Missing, NanTarget
 from faux.audit.outcome_pass import OutcomePass, flagged_by_group, flagged_intervals
@@ -81,30 +79,23 @@ from faux.audit.provenance import provenance
 from faux.audit.ranking import _ranking, feature_groups  # noqa: F401 (re-exported)
 from faux.audit.result import AuditResult, FauxAuditWarning, collecting, warn  # noqa: F401
 from faux.audit.result import current as _current_warnings
-from faux.audit.verdict import (
-    DECISION_THRESHOLD,
-    MATERIALITY,
-    STEPS,
-    SUPPORT_MARGIN,
-    VERDICT,
+from faux.audit.settings import (  # noqa: F401 (re-exported)
+    ALPHA,
+    DEFAULTS,
+    FD_STEP_LOW_WARN,
+    FD_STEP_MAX,
+    FD_STEP_WARN,
+    NULL_PERMUTATIONS,
+    AuditSettings,
+    _check_fd_step_for,
 )
 from faux.audit.verdict import Settings as EffectSettings
-from faux.audit.verdict import check_settings as check_verdict
 from faux.audit.verdict import summary as verdict_summary
 from faux.audit.writing import DISK_FULL
 from faux.errors import ConfigError, DataError, FauxError
 
 N_TOP = 50  # flagged rows shown with their contributions
 PLOT_SAMPLE = 200_000  # scores kept for the plots
-# --fd-step, in standard deviations of the features: a step of a whole standard deviation
-# or more is no longer a derivative (a 1e6 step scores every row about 0, flagging nobody);
-# above FD_STEP_WARN the difference quotient averages the model over a wide interval, below
-# FD_STEP_LOW_WARN a float32 model's rounding can swamp the difference
-FD_STEP_MAX = 1.0
-FD_STEP_WARN = 0.25
-FD_STEP_LOW_WARN = 1e-4
-ALPHA = 0.01  # default false-flag rate of the calibrated thresholds
-NULL_PERMUTATIONS = 3  # default number of aux models trained on a permuted protected attribute
 UNREACHABLE_WARN = 0.01  # a warning when more rows than this share are unreachable
 OFF_SUPPORT_WARN = 0.05  # ... or have their counterfactual off the data's support
 RULE_MANUAL, RULE_QUANTILE, RULE_BH = "manual threshold", "null quantile", "benjamini-hochberg"
@@ -165,114 +156,28 @@ def _warn(msg: str) -> None:
     warn(msg, stacklevel=4)
 
 
-# --------------------------------------------------------------------------- settings
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int | np.integer) and not isinstance(v, bool)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
-
-
-def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, batch_size,
-                    threshold, fail_above, max_flagged_rate, protected_type, fd_step, seed,
-                    has_label, alpha=0.01, null_permutations=3, fdr=False,
-                    aux_seeds=AUX_SEEDS, min_cell=MIN_CELL, intersection=True) -> None:
-    """Every setting that needs no data, in one line each, before anything is read."""
-    from faux.audit.aux import AUX_KINDS
-    from faux.audit.groups import check_settings
-
-    check_settings(aux_seeds, min_cell, intersection)
-
-    if not methods:
-        raise ConfigError(f"no methods given; pass at least one of {', '.join(audit_methods())}")
-    unknown = [m for m in methods if m not in audit_methods()]
-    if unknown:
-        raise ConfigError(f"unknown method(s) {unknown}; choose from "
-                          f"{', '.join(audit_methods())}")
-    if len(set(methods)) != len(methods):
-        raise ConfigError(f"methods are repeated: {methods}")
-    for v, what in ((sample, "sample"), (batch_size, "batch_size"), (aux_epochs, "aux_epochs")):
-        if not _is_number(v) or int(v) != v or v < 1:
-            raise ConfigError(f"{what} must be a positive integer, got {v!r}")
-    if not _is_int(aux_width) or aux_width < 1:
-        raise ConfigError(f"aux_width must be a positive integer, got {aux_width!r}")
-    if not _is_int(aux_depth) or aux_depth < 0:
-        raise ConfigError(f"aux_depth must be a non-negative integer, got {aux_depth!r}")
-    if not _is_int(seed) or not 0 <= seed <= SEED_MAX:
-        raise ConfigError(f"seed (--seed) must be an integer from 0 to {SEED_MAX}, got {seed!r}")
-    for v, what in ((threshold, "threshold (--threshold)"),
-                    (fail_above, "fail_above (--fail-above)")):
-        if v is not None and (not _is_number(v) or not math.isfinite(v) or v < 0):
-            raise ConfigError(f"{what} must be a finite non-negative number, got {v!r}")
-    if max_flagged_rate is not None and (not _is_number(max_flagged_rate)
-                                         or not 0 <= max_flagged_rate <= 1):
-        raise ConfigError(f"max_flagged_rate must be in [0, 1], got {max_flagged_rate}")
-    if threshold is not None and fail_above is not None and threshold != fail_above:
-        raise ConfigError("threshold and fail_above differ; pass one of them (fail_above is "
-                          "the threshold and a gate)")
-    if (not _is_number(alpha) or not math.isfinite(alpha) or not 0 < alpha < 1):
-        raise ConfigError(f"alpha (--alpha) must be a number above 0 and below 1, got "
-                          f"{alpha!r}; the default 0.01 flags about 1% of rows of a model that "
-                          "ignores the protected attribute")
-    if not _is_int(null_permutations) or null_permutations < 1:
-        raise ConfigError(f"null_permutations (--null-permutations) must be a positive integer, "
-                          f"got {null_permutations!r}; the default is {NULL_PERMUTATIONS}")
-    if not isinstance(fdr, bool):
-        raise ConfigError(f"fdr must be True or False, got {fdr!r}")
-    if fdr and (threshold is not None or fail_above is not None):
-        raise ConfigError("--fdr applies to the calibrated thresholds; drop it, or drop "
-                          "--threshold / --fail-above (a manual threshold)")
-    types = [protected_type] if isinstance(protected_type, str) else list(protected_type)
-    for t in types:
-        if t not in PROTECTED_TYPES:
-            raise ConfigError(f"protected_type={t!r} is not one of {PROTECTED_TYPES}")
-    if aux not in AUX_KINDS:
-        raise ConfigError(f"aux={aux!r} is not one of {AUX_KINDS}")
-    if aux == "adel" and not has_label:
-        raise ConfigError("--aux adel needs --label (the Adel aux is kept from reading y)")
-    if aux == "adel" and "continuous" in types:
-        raise ConfigError("the Adel aux is a classifier; use --aux mlp for a continuous "
-                          "protected attribute")
-    if (not _is_number(fd_step) or not math.isfinite(fd_step) or not 0 < fd_step
-            <= FD_STEP_MAX):
-        raise ConfigError(f"fd_step (--fd-step) must be a finite number of standard deviations "
-                          f"of the features, above 0 and at most {FD_STEP_MAX:g}, got "
-                          f"{fd_step!r}; the default 0.1 suits most models")
-
-
-def _check_fd_step_for(target, fd_step: float) -> None:
-    """Warn about a step that is allowed but unusual, for a model it is used on."""
-    if target.differentiable:
-        return
-    if fd_step > FD_STEP_WARN:
-        _warn(f"--fd-step {fd_step:g} standard deviations is coarse (above {FD_STEP_WARN:g}): "
-              "the finite differences average the model over a wide interval and can miss "
-              "local unfairness; the default is 0.1")
-    elif fd_step < FD_STEP_LOW_WARN:
-        _warn(f"--fd-step {fd_step:g} standard deviations is tiny (below {FD_STEP_LOW_WARN:g}): "
-              "a float32 model's rounding can swamp the differences; the default is 0.1")
-
-
 # --------------------------------------------------------------------------- the audit
 
 
 def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
-          label: str | None = None, features=None, methods=None,
-          aux: str = "mlp", aux_epochs: int = 30, aux_width: int = 64, aux_depth: int = 2,
-          sample: int = 20_000, batch_size: int = 65_536, threshold: float | None = None,
-          fail_above: float | None = None, max_flagged_rate: float | None = None,
-          protected_type: str = "auto", fd_step: float = 0.1, seed: int = 0,
-          out_dir=None, name: str | None = None, trust_pickle: bool = False,
-          trusted_types=(), progress: bool | None = None, report: bool = True,
-          force: bool = False, alpha: float = ALPHA, null_permutations: int = NULL_PERMUTATIONS,
-          fdr: bool = False, aux_seeds: int = AUX_SEEDS, min_cell: int = MIN_CELL,
-          intersection: bool = True, exact: bool = True, verdict: str = VERDICT,
-          decision_threshold: float = DECISION_THRESHOLD,
-          materiality: float | None = MATERIALITY, steps: int = STEPS,
-          support_margin: float = SUPPORT_MARGIN) -> AuditResult:
+          label: str | None = None, features=None, out_dir=None, name: str | None = None,
+          methods=DEFAULTS.methods, aux: str = DEFAULTS.aux,
+          aux_epochs: int = DEFAULTS.aux_epochs, aux_width: int = DEFAULTS.aux_width,
+          aux_depth: int = DEFAULTS.aux_depth, sample: int = DEFAULTS.sample,
+          batch_size: int = DEFAULTS.batch_size, threshold: float | None = DEFAULTS.threshold,
+          fail_above: float | None = DEFAULTS.fail_above,
+          max_flagged_rate: float | None = DEFAULTS.max_flagged_rate,
+          protected_type: str = DEFAULTS.protected_type, fd_step: float = DEFAULTS.fd_step,
+          seed: int = DEFAULTS.seed, trust_pickle: bool = DEFAULTS.trust_pickle,
+          trusted_types=DEFAULTS.trusted_types, progress: bool | None = DEFAULTS.progress,
+          report: bool = DEFAULTS.report, force: bool = DEFAULTS.force,
+          alpha: float = DEFAULTS.alpha, null_permutations: int = DEFAULTS.null_permutations,
+          fdr: bool = DEFAULTS.fdr, aux_seeds: int = DEFAULTS.aux_seeds,
+          min_cell: int = DEFAULTS.min_cell, intersection: bool = DEFAULTS.intersection,
+          exact: bool = DEFAULTS.exact, verdict: str = DEFAULTS.verdict,
+          decision_threshold: float = DEFAULTS.decision_threshold,
+          materiality: float | None = DEFAULTS.materiality, steps: int = DEFAULTS.steps,
+          support_margin: float = DEFAULTS.support_margin) -> AuditResult:
     """Audit ``model`` for individual unfairness with respect to protected attributes.
 
     Every row is scored; by default a row is flagged when the model's decision changes at
@@ -408,32 +313,22 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
     OutputError
         The disk filled while the outputs were written (nothing left behind).
     """
-    methods = list(default_methods() if methods is None else methods)
+    given = locals()
+    st = AuditSettings(**{k: given[k] for k in AuditSettings.names()})
+    st = dataclasses.replace(st, methods=tuple(default_methods() if methods is None
+                                               else methods))
     with collecting(), _interruptible():
         try:
             return _audit(model, X, c, data=data, protected=protected, y=y, label=label,
-                          features=features, methods=methods, aux=aux, aux_epochs=aux_epochs,
-                          aux_width=aux_width, aux_depth=aux_depth, sample=sample,
-                          batch_size=batch_size, threshold=threshold, fail_above=fail_above,
-                          max_flagged_rate=max_flagged_rate, protected_type=protected_type,
-                          fd_step=fd_step, seed=seed, out_dir=out_dir, name=name,
-                          trust_pickle=trust_pickle, trusted_types=trusted_types,
-                          progress=progress, report=report, force=force, alpha=alpha,
-                          null_permutations=null_permutations, fdr=fdr, aux_seeds=aux_seeds,
-                          min_cell=min_cell, intersection=intersection, exact=exact,
-                          verdict=verdict, effect_settings=(decision_threshold, materiality,
-                                                            steps, support_margin))
+                          features=features, out_dir=out_dir, name=name, st=st)
         except _Terminated:
             raise Terminated from None
         except _Interrupted:
             raise KeyboardInterrupt from None
 
 
-def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, aux_epochs,
-           aux_width, aux_depth, sample, batch_size, threshold, fail_above, max_flagged_rate,
-           protected_type, fd_step, seed, out_dir, name, trust_pickle, trusted_types,
-           progress, report, force, alpha, null_permutations, fdr, aux_seeds, min_cell,
-           intersection, exact, verdict, effect_settings) -> AuditResult:
+def _audit(model, X, c, *, data, protected, y, label, features, out_dir, name,
+           st: AuditSettings) -> AuditResult:
     from faux.audit.aux import train_aux
     from faux.audit.effect_pass import null_nets_for
     from faux.audit.effect_pass import prepare as prepare_effects
@@ -442,16 +337,17 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
     from faux.audit.scoring import Scorer, check_methods_for
 
     t_start = time.perf_counter()
-    has_label = label is not None if data is not None else y is not None
-    _check_settings(methods=methods, aux=aux, aux_epochs=aux_epochs, aux_width=aux_width,
-                    aux_depth=aux_depth, sample=sample, batch_size=batch_size,
-                    threshold=threshold, fail_above=fail_above,
-                    max_flagged_rate=max_flagged_rate, protected_type=protected_type,
-                    fd_step=fd_step, seed=seed, has_label=has_label, alpha=alpha,
-                    null_permutations=null_permutations, fdr=fdr, aux_seeds=aux_seeds,
-                    min_cell=min_cell, intersection=intersection)
-    check_verdict(verdict, *effect_settings, fail_above)
-    eff_settings = EffectSettings(*effect_settings)
+    st.check(has_label=label is not None if data is not None else y is not None)
+    methods = list(st.methods)
+    aux, aux_epochs, aux_width, aux_depth = st.aux, st.aux_epochs, st.aux_width, st.aux_depth
+    sample, batch_size, seed, fd_step = st.sample, st.batch_size, st.seed, st.fd_step
+    threshold, fail_above, max_flagged_rate = st.threshold, st.fail_above, st.max_flagged_rate
+    alpha, null_permutations, fdr = st.alpha, st.null_permutations, st.fdr
+    aux_seeds, min_cell, intersection = st.aux_seeds, st.min_cell, st.intersection
+    report, force, exact, verdict = st.report, st.force, st.exact, st.verdict
+    protected_type = st.protected_type
+    eff_settings = EffectSettings(st.decision_threshold, st.materiality, st.steps,
+                                  st.support_margin)
     files = [f for f in OUTPUT_FILES if report or f != "report.html"]
     if out_dir is not None:  # before the data are opened: a bad --out fails fast
         _inspect_out(Path(os.path.abspath(out_dir)), files, force)
@@ -477,7 +373,8 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
                                                features, source.name)
     if isinstance(model, str | Path):  # before the data pass: a bad model fails fast
         model = load_model(model, None if feats is None else len(feats),
-                           trust_pickle=trust_pickle, trusted_types=trusted_types, exact=exact)
+                           trust_pickle=st.trust_pickle, trusted_types=st.trusted_types,
+                           exact=exact)
     model, source, features, layout = _encoded(model, source, features, exact)
     if layout is not None or feats is None:
         feats = check_columns(source.columns + extra, c_cols, y_col, features, source.name)
@@ -495,7 +392,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, methods, aux, au
     check_methods_for(target, methods)
     _check_fd_step_for(target, fd_step)
 
-    bar = _Progress(progress)
+    bar = _Progress(st.progress)
     staging = None
     try:
         try:
