@@ -124,7 +124,9 @@ def train_aux_family(z: np.ndarray, targets, info: ProtectedInfo, y=None, *,
                      epochs: int = 30) -> list[tuple[nn.Module, dict]]:
     """``[train_aux(z, c_raw, info, y, seed=seed, ...) for c_raw, seed in targets]``: the
     same models and qualities, the MLP classifiers trained together as one stacked network
-    (``TRAINER``); the others one after another. Torch runs on one thread meanwhile."""
+    (``faux.audit.aux_family``), the others (a regression, Adel) one after another, torch on
+    one thread meanwhile; with ``TRAINER = "separate"`` each alone through Lightning, as
+    before (the reference the tests hold the stacked path to)."""
     from faux.audit.aux_family import one_thread
 
     if kind not in AUX_KINDS:
