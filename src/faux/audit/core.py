@@ -29,17 +29,13 @@ with nothing left behind. Folders and files are created with the user's umask.
 from __future__ import annotations
 
 import dataclasses
-import heapq
-import math
 import os
 import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from faux.audit.calibration import (
-    _bh_cut,
     _calibration,
     _null_quantile,
     _null_scores,
@@ -79,6 +75,13 @@ from faux.audit.provenance import provenance
 from faux.audit.ranking import _ranking, feature_groups  # noqa: F401 (re-exported)
 from faux.audit.result import AuditResult, FauxAuditWarning, collecting, warn  # noqa: F401
 from faux.audit.result import current as _current_warnings
+from faux.audit.score_pass import (  # noqa: F401 (re-exported)
+    N_TOP,
+    PLOT_SAMPLE,
+    _rewrite_flagged,
+    _score_all,
+    _top_frame,
+)
 from faux.audit.settings import (  # noqa: F401 (re-exported)
     ALPHA,
     DEFAULTS,
@@ -94,8 +97,6 @@ from faux.audit.verdict import summary as verdict_summary
 from faux.audit.writing import DISK_FULL
 from faux.errors import ConfigError, DataError, FauxError
 
-N_TOP = 50  # flagged rows shown with their contributions
-PLOT_SAMPLE = 200_000  # scores kept for the plots
 UNREACHABLE_WARN = 0.01  # a warning when more rows than this share are unreachable
 OFF_SUPPORT_WARN = 0.05  # ... or have their counterfactual off the data's support
 RULE_MANUAL, RULE_QUANTILE, RULE_BH = "manual threshold", "null quantile", "benjamini-hochberg"
@@ -597,155 +598,3 @@ def _result_warnings(summary: dict, encoded: bool = False) -> list[str]:
                        f"{summary['settings']['support_margin']:g} of its range): their "
                        "effects extrapolate the model")
     return [" ".join(m.split()) for m in out]
-
-
-def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar, *,
-               batch_size, seed, keep, bh_null=None, alpha=ALPHA, views=(), passes=(),
-               label=None, observers=None):
-    """One pass over the data: scores, flags, counts per group, the top rows, the plot
-    sample, the group views' statistics and scores (``faux.audit.groups``). With ``bh_null``
-    (the first method's sorted null scores) the rows' p-values are counted per exceedance
-    count, the Benjamini-Hochberg cut is taken at the end and ``flagged`` holds the rows
-    with p <= alpha meanwhile (a superset). With ``passes`` (``faux.audit.effect_pass``, the
-    effect verdict) the first attribute's effect verdict is ``flagged``, each attribute's
-    view counts its own, and the effects are score columns. ``observers``: (an
-    ``OutcomePass``, a ``RowValues``, the model's probability function, a ``Missing`` or
-    None), fed every batch (``label``: the label column to read for the outcomes, or None);
-    with a ``Missing`` the batches' NaN are filled in for everything but the model's own
-    calls (``faux.audit.missing``)."""
-    from faux.audit.groups import add_batch
-
-    primary = methods[0]
-    thr = thresholds[primary]
-    n_null = 0 if bh_null is None else len(bh_null)
-    hist = np.zeros(n_null + 1, dtype=np.int64)
-    group_hist: dict[str, np.ndarray] = {}
-    above = dict.fromkeys(methods, 0)
-    writer = None
-    rng = np.random.default_rng(seed + 1)
-    keep_p = min(1.0, PLOT_SAMPLE / sc.n_rows)
-    plot = {m: [] for m in methods}
-    plot["group"] = []
-    mem = [] if keep else None
-    n_flag = 0
-    per_group: dict[str, list[int]] = {}
-    heap: list = []  # (score, row_id, x) of the N_TOP highest flagged
-    advance = bar.start("scoring", sc.n_rows)
-    t0 = time.perf_counter()
-    try:
-        for raw in source.batches(feats, c_cols, label, batch_size):
-            missing = observers[3] if observers is not None else None
-            b = raw if missing is None else missing.batch(raw)
-            s = scorer.score(b.x)
-            groups = sc.protected.group_labels(b.c)
-            if bh_null is not None:  # exceedances: null scores at or above each row's
-                e = n_null - np.searchsorted(bh_null, s[primary], side="left")
-                hist += np.bincount(e, minlength=n_null + 1)
-                flagged = (1 + e) / (n_null + 1) <= alpha
-            else:
-                e, flagged = None, s[primary] > thr
-            eff_cols, view_flags = {}, {}
-            for ps in passes:
-                view_flags[ps.name], cols = ps.batch(b)
-                eff_cols.update(cols)
-            if passes:
-                flagged = view_flags[passes[0].name]
-            if observers is not None:
-                outcome, row_values, proba, _ = observers
-                outcome.add(raw, eff_cols["p"] if "p" in eff_cols else proba(raw.x))
-                row_values.add(raw)
-            extra = add_batch(views, b, s, flagged, e, groups, methods, alpha,
-                              view_flags) if views else {}
-            for m in methods:
-                above[m] += int((s[m] > thresholds[m]).sum())
-            n_flag += int(flagged.sum())
-            g_vals, g_inv = np.unique(groups.astype(str), return_inverse=True)
-            for j, g in enumerate(g_vals):
-                cnt = per_group.setdefault(g, [0, 0])
-                cnt[0] += int((g_inv == j).sum())
-                cnt[1] += int(flagged[g_inv == j].sum())
-                if bh_null is not None:
-                    gh = group_hist.setdefault(g, np.zeros(n_null + 1, dtype=np.int64))
-                    gh += np.bincount(e[g_inv == j], minlength=n_null + 1)
-            cand = np.flatnonzero(flagged)
-            if len(cand) > N_TOP:  # only a batch's N_TOP highest can enter the top N_TOP
-                cand = cand[np.argpartition(-s[primary][cand], N_TOP)[:N_TOP]]
-            for i in cand:
-                item = (float(s[primary][i]), int(b.start + i), b.x[i].copy(), str(groups[i]))
-                if len(heap) < N_TOP:
-                    heapq.heappush(heap, item)
-                elif item[0] > heap[0][0]:
-                    heapq.heapreplace(heap, item)
-            sel = rng.random(len(flagged)) < keep_p
-            for m in methods:
-                plot[m].append(s[m][sel])
-            plot["group"].append(groups[sel].astype(str))
-            frame = pd.DataFrame({"row_id": np.arange(b.start, b.start + len(flagged)),
-                                  **{m: s[m] for m in methods}, "flagged": flagged,
-                                  **eff_cols, **extra})
-            if mem is not None:
-                mem.append(frame.assign(group=groups))
-            if tmp is not None:
-                import pyarrow as pa
-                import pyarrow.parquet as pq
-
-                table = pa.Table.from_pandas(frame, preserve_index=False)
-                if writer is None:
-                    writer = pq.ParquetWriter(tmp / "scores.parquet", table.schema)
-                writer.write_table(table)
-            advance(len(flagged))
-    finally:
-        if writer is not None:
-            writer.close()
-    t_score = time.perf_counter() - t0
-    by_group = {g: {"rows": v[0], "flagged": v[1], "rate": v[1] / max(v[0], 1)}
-                for g, v in sorted(per_group.items())}
-    plot_scores = {k: np.concatenate(v) if v else np.empty(0) for k, v in plot.items()}
-    scores = pd.concat(mem, ignore_index=True) if mem is not None else None
-    top = sorted(heap, key=lambda t: -t[0])
-    bh = None
-    if bh_null is not None:
-        cut = _bh_cut(hist, sc.n_rows, alpha)
-        t_bh = float(bh_null[n_null - cut - 1]) if cut >= 0 else math.inf
-        bh_groups = {g: {"rows": v["rows"], "flagged": int(group_hist[g][:cut + 1].sum()),
-                         "rate": int(group_hist[g][:cut + 1].sum()) / max(v["rows"], 1)}
-                     for g, v in by_group.items()}
-        bh = {"threshold": t_bh, "flagged": int(hist[:cut + 1].sum()), "by_group": bh_groups}
-    return n_flag, by_group, top, plot_scores, scores, t_score, above, bh
-
-
-def _rewrite_flagged(path: Path, primary: str, threshold: float) -> None:
-    """Set ``flagged`` of a staged scores.parquet to ``primary > threshold``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if not path.exists():
-        return
-    tmp = path.with_name(path.name + ".flagged")
-    writer = None
-    try:
-        for rb in pq.ParquetFile(path).iter_batches():
-            frame = rb.to_pandas()
-            frame["flagged"] = frame[primary].to_numpy() > threshold
-            table = pa.Table.from_pandas(frame, preserve_index=False)
-            if writer is None:
-                writer = pq.ParquetWriter(tmp, table.schema)
-            writer.write_table(table)
-    finally:
-        if writer is not None:
-            writer.close()
-    os.replace(tmp, path)
-
-
-def _top_frame(top, scorer, feats, n_features: int = 5) -> pd.DataFrame:
-    cols = ["row_id", "score", "group", "top_features"]
-    if not top:
-        return pd.DataFrame(columns=cols)
-    x = np.stack([t[2] for t in top])
-    contrib = scorer.contributions(x)
-    rows = []
-    for (s, rid, _, g), cvec in zip(top, contrib):
-        order = np.argsort(-np.abs(cvec))[:n_features]
-        rows.append({"row_id": rid, "score": s, "group": g,
-                     "top_features": [(feats[j], float(cvec[j])) for j in order]})
-    return pd.DataFrame(rows, columns=cols)

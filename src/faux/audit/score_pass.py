@@ -1,0 +1,213 @@
+"""The audit's pass over the data (``faux.audit.core``'s scoring stage): every batch scored,
+flagged and counted (per group, per view, the outcomes, the top rows, the plot sample),
+its scores appended to ``scores.parquet``; and what is settled once every row is scored
+(the Benjamini-Hochberg cut, the top rows' contributions)."""
+
+from __future__ import annotations
+
+import heapq
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from faux.audit.calibration import _bh_cut
+from faux.audit.settings import ALPHA
+
+N_TOP = 50  # flagged rows shown with their contributions
+PLOT_SAMPLE = 200_000  # scores kept for the plots
+
+
+def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar, *,
+               batch_size, seed, keep, bh_null=None, alpha=ALPHA, views=(), passes=(),
+               label=None, observers=None):
+    """One pass over the data: scores, flags, counts per group, the top rows, the plot
+    sample, the group views' statistics and scores (``faux.audit.groups``). With ``bh_null``
+    (the first method's sorted null scores) the rows' p-values are counted per exceedance
+    count, the Benjamini-Hochberg cut is taken at the end and ``flagged`` holds the rows
+    with p <= alpha meanwhile (a superset). With ``passes`` (``faux.audit.effect_pass``, the
+    effect verdict) the first attribute's effect verdict is ``flagged``, each attribute's
+    view counts its own, and the effects are score columns. ``observers``: (an
+    ``OutcomePass``, a ``RowValues``, the model's probability function, a ``Missing`` or
+    None), fed every batch (``label``: the label column to read for the outcomes, or None);
+    with a ``Missing`` the batches' NaN are filled in for everything but the model's own
+    calls (``faux.audit.missing``)."""
+    from faux.audit.groups import add_batch
+
+    tally = _Tally(methods, sc.n_rows, seed, bh_null, keep)
+    writer = _Writer(tmp)
+    advance = bar.start("scoring", sc.n_rows)
+    t0 = time.perf_counter()
+    try:
+        for raw in source.batches(feats, c_cols, label, batch_size):
+            missing = observers[3] if observers is not None else None
+            b = raw if missing is None else missing.batch(raw)
+            s = scorer.score(b.x)
+            groups = sc.protected.group_labels(b.c)
+            e, flagged = tally.flags(s, thresholds, alpha)
+            eff_cols, view_flags = {}, {}
+            for ps in passes:
+                view_flags[ps.name], cols = ps.batch(b)
+                eff_cols.update(cols)
+            if passes:
+                flagged = view_flags[passes[0].name]
+            if observers is not None:
+                outcome, row_values, proba, _ = observers
+                outcome.add(raw, eff_cols["p"] if "p" in eff_cols else proba(raw.x))
+                row_values.add(raw)
+            extra = add_batch(views, b, s, flagged, e, groups, methods, alpha,
+                              view_flags) if views else {}
+            tally.add(b, s, groups, flagged, e, thresholds)
+            frame = pd.DataFrame({"row_id": np.arange(b.start, b.start + len(flagged)),
+                                  **{m: s[m] for m in methods}, "flagged": flagged,
+                                  **eff_cols, **extra})
+            tally.keep_frame(frame, groups)
+            writer.write(frame)
+            advance(len(flagged))
+    finally:
+        writer.close()
+    return tally.finish(time.perf_counter() - t0, alpha)
+
+
+class _Writer:
+    """scores.parquet in the staging folder ``tmp`` (None: not written), batch by batch."""
+
+    def __init__(self, tmp):
+        self.tmp, self.writer = tmp, None
+
+    def write(self, frame: pd.DataFrame) -> None:
+        if self.tmp is None:
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.tmp / "scores.parquet", table.schema)
+        self.writer.write_table(table)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+class _Tally:
+    """What the pass keeps across batches: rows above each threshold, flagged rows per
+    group (and their null exceedances for Benjamini-Hochberg), the top flagged rows, the
+    plot sample and, in memory, the score frames."""
+
+    def __init__(self, methods, n_rows: int, seed: int, bh_null, keep: bool):
+        self.methods, self.primary, self.n_rows = list(methods), methods[0], n_rows
+        self.bh_null = bh_null
+        self.n_null = 0 if bh_null is None else len(bh_null)
+        self.hist = np.zeros(self.n_null + 1, dtype=np.int64)
+        self.group_hist: dict[str, np.ndarray] = {}
+        self.above = dict.fromkeys(methods, 0)
+        self.rng = np.random.default_rng(seed + 1)
+        self.keep_p = min(1.0, PLOT_SAMPLE / n_rows)
+        self.plot = {m: [] for m in methods}
+        self.plot["group"] = []
+        self.mem = [] if keep else None
+        self.n_flag = 0
+        self.per_group: dict[str, list[int]] = {}
+        self.heap: list = []  # (score, row_id, x, group) of the N_TOP highest flagged
+
+    def flags(self, s, thresholds, alpha):
+        """The rows' null exceedances (Benjamini-Hochberg, else None) and score flags."""
+        if self.bh_null is None:
+            return None, s[self.primary] > thresholds[self.primary]
+        # exceedances: null scores at or above each row's
+        e = self.n_null - np.searchsorted(self.bh_null, s[self.primary], side="left")
+        self.hist += np.bincount(e, minlength=self.n_null + 1)
+        return e, (1 + e) / (self.n_null + 1) <= alpha
+
+    def add(self, b, s, groups, flagged, e, thresholds) -> None:
+        for m in self.methods:
+            self.above[m] += int((s[m] > thresholds[m]).sum())
+        self.n_flag += int(flagged.sum())
+        g_vals, g_inv = np.unique(groups.astype(str), return_inverse=True)
+        for j, g in enumerate(g_vals):
+            cnt = self.per_group.setdefault(g, [0, 0])
+            cnt[0] += int((g_inv == j).sum())
+            cnt[1] += int(flagged[g_inv == j].sum())
+            if self.bh_null is not None:
+                gh = self.group_hist.setdefault(g, np.zeros(self.n_null + 1, dtype=np.int64))
+                gh += np.bincount(e[g_inv == j], minlength=self.n_null + 1)
+        self._top(b, s[self.primary], groups, flagged)
+        sel = self.rng.random(len(flagged)) < self.keep_p
+        for m in self.methods:
+            self.plot[m].append(s[m][sel])
+        self.plot["group"].append(groups[sel].astype(str))
+
+    def _top(self, b, score, groups, flagged) -> None:
+        cand = np.flatnonzero(flagged)
+        if len(cand) > N_TOP:  # only a batch's N_TOP highest can enter the top N_TOP
+            cand = cand[np.argpartition(-score[cand], N_TOP)[:N_TOP]]
+        for i in cand:
+            item = (float(score[i]), int(b.start + i), b.x[i].copy(), str(groups[i]))
+            if len(self.heap) < N_TOP:
+                heapq.heappush(self.heap, item)
+            elif item[0] > self.heap[0][0]:
+                heapq.heapreplace(self.heap, item)
+
+    def keep_frame(self, frame, groups) -> None:
+        if self.mem is not None:
+            self.mem.append(frame.assign(group=groups))
+
+    def finish(self, t_score: float, alpha: float):
+        by_group = {g: {"rows": v[0], "flagged": v[1], "rate": v[1] / max(v[0], 1)}
+                    for g, v in sorted(self.per_group.items())}
+        plot_scores = {k: np.concatenate(v) if v else np.empty(0) for k, v in self.plot.items()}
+        scores = pd.concat(self.mem, ignore_index=True) if self.mem is not None else None
+        top = sorted(self.heap, key=lambda t: -t[0])
+        bh = None
+        if self.bh_null is not None:
+            cut = _bh_cut(self.hist, self.n_rows, alpha)
+            t_bh = float(self.bh_null[self.n_null - cut - 1]) if cut >= 0 else math.inf
+            flagged = {g: int(self.group_hist[g][:cut + 1].sum()) for g in by_group}
+            bh_groups = {g: {"rows": v["rows"], "flagged": flagged[g],
+                             "rate": flagged[g] / max(v["rows"], 1)}
+                         for g, v in by_group.items()}
+            bh = {"threshold": t_bh, "flagged": int(self.hist[:cut + 1].sum()),
+                  "by_group": bh_groups}
+        return (self.n_flag, by_group, top, plot_scores, scores, t_score, self.above, bh)
+
+
+def _rewrite_flagged(path: Path, primary: str, threshold: float) -> None:
+    """Set ``flagged`` of a staged scores.parquet to ``primary > threshold``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not path.exists():
+        return
+    tmp = path.with_name(path.name + ".flagged")
+    writer = None
+    try:
+        for rb in pq.ParquetFile(path).iter_batches():
+            frame = rb.to_pandas()
+            frame["flagged"] = frame[primary].to_numpy() > threshold
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+    os.replace(tmp, path)
+
+
+def _top_frame(top, scorer, feats, n_features: int = 5) -> pd.DataFrame:
+    cols = ["row_id", "score", "group", "top_features"]
+    if not top:
+        return pd.DataFrame(columns=cols)
+    x = np.stack([t[2] for t in top])
+    contrib = scorer.contributions(x)
+    rows = []
+    for (s, rid, _, g), cvec in zip(top, contrib):
+        order = np.argsort(-np.abs(cvec))[:n_features]
+        rows.append({"row_id": rid, "score": s, "group": g,
+                     "top_features": [(feats[j], float(cvec[j])) for j in order]})
+    return pd.DataFrame(rows, columns=cols)
