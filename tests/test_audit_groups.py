@@ -312,12 +312,12 @@ def test_bad_group_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, ca
 
 
 def test_python_api_refuses_bad_group_settings_before_any_work(monkeypatch):
-    import faux.audit.core as core
+    import faux.audit.stages as stages
 
     def no_scan(*a, **k):
         raise AssertionError("the data were read")
 
-    monkeypatch.setattr(core, "scan", no_scan)
+    monkeypatch.setattr(stages, "scan", no_scan)
     X, c = _world(100)
     for kw, needle in (({"aux_seeds": 0}, "aux_seeds"), ({"aux_seeds": 1.5}, "aux_seeds"),
                        ({"min_cell": -1}, "min_cell"), ({"intersection": "yes"}, "intersection"),

@@ -19,6 +19,7 @@ import torch
 
 import faux
 import faux.audit.core as core
+import faux.audit.stages as stages
 from faux.audit.cli import EXIT_GATE, EXIT_INPUT, EXIT_OK, build_parser, main
 from faux.errors import ConfigError
 from test_audit_cli import Proxy
@@ -86,14 +87,14 @@ def no_scan(monkeypatch):
     """Fail loudly if the audit scans the data or trains the aux."""
     import faux.audit.aux
 
-    monkeypatch.setattr(core, "scan", _boom)
+    monkeypatch.setattr(stages, "scan", _boom)
     monkeypatch.setattr(faux.audit.aux, "train_aux", _boom)
 
 
 @pytest.fixture
 def no_work(no_scan, monkeypatch):
     """Fail loudly if the audit even opens the data file (to read its header)."""
-    monkeypatch.setattr(core, "open_source", _boom)
+    monkeypatch.setattr(stages, "open_source", _boom)
 
 
 # --------------------------------------------------------------------------- --out ownership

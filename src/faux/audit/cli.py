@@ -31,8 +31,8 @@ where it writes: --out must be new, empty, or an earlier audit's output (its
 any other folder is refused unless --force, which writes beside the files there and never
 replaces, renames or deletes a file the audit did not write.
 
-example (the bundled Adult data, see README "Audit your own model"): exit 1 when more
-than 1% of the rows are flagged, i.e. their decision changes when sex, and what the aux
+example (your model and data; public data sets the harness uses live under the data root
+$FAUX_DATA_DIR, default ./data): exit 1 when more than 1% of the rows are flagged, i.e. their decision changes when sex, and what the aux
 models read it from, take the other group's values
   faux audit --model model.skops --data adult.parquet --protected sex --label income \\
       --max-flagged-rate 0.01
@@ -82,25 +82,10 @@ def _int(v: str) -> int:
         raise argparse.ArgumentTypeError(f"must be an integer, got {v!r}") from None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from faux.audit.methods import audit_methods, default_methods, thresholds_text
-    from faux.audit.settings import DEFAULTS as D
-    from faux.audit.settings import FD_STEP_LOW_WARN, FD_STEP_MAX, FD_STEP_WARN
-    from faux.audit.verdict import VERDICTS
+def _add_inputs(a) -> None:
+    """The model, the data, the outputs and what may be loaded."""
+    from faux.audit.methods import audit_methods, default_methods
 
-    p = _Parser(prog="faux", description="faux: individual-fairness testing by gradient "
-                "alignment (fAux).")
-    sub = p.add_subparsers(dest="command", required=True)
-    a = sub.add_parser(
-        "audit", help="audit a model for individual unfairness on a data set",
-        description="Audit every row of a data set for individual unfairness of MODEL with "
-        "respect to protected attributes: aux models learn each attribute from the features, "
-        "and a row is flagged when the model's decision changes at its counterfactual (the "
-        "attribute, and what the aux models read it from, moved to the other group's "
-        "values) under every aux model (--verdict effect, the default). The fAux scores "
-        "(eq. 9, eq. 10) are diagnostic columns, or decide with --verdict score. Writes "
-        "scores.parquet, summary.json and a self-contained report.html.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     a.add_argument("--model", required=True, metavar="PATH",
                    help="the model under test: TorchScript (.pt, torch.jit.save), "
                    "torch.export (.pt2), scikit-learn/LightGBM via skops (.skops), ONNX (.onnx), "
@@ -140,6 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--trust-type", action="append", default=[], metavar="TYPE",
                    help="a type a .skops file may instantiate beyond skops' default trust list "
                    "(e.g. lightgbm.sklearn.LGBMClassifier); repeat for each type")
+
+
+def _add_verdict(a) -> None:
+    """What flags a row: the verdict, the thresholds and the gates."""
+    from faux.audit.methods import thresholds_text
+    from faux.audit.settings import DEFAULTS as D
+    from faux.audit.verdict import VERDICTS
+
     a.add_argument("--alpha", type=float, default=D.alpha, metavar="A",
                    help="calibrated thresholds (the default rule): flag a row when its "
                    "first-method score exceeds the (1 - A) quantile of the scores under aux "
@@ -180,6 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "that fraction is)")
     a.add_argument("--max-flagged-rate", type=float, default=D.max_flagged_rate, metavar="R",
                    help="gate: exit 1 when the fraction of flagged rows exceeds R (0..1)")
+
+
+def _add_aux(a) -> None:
+    """The aux models, the views, the sample, the batches and the progress."""
+    from faux.audit.settings import DEFAULTS as D
+    from faux.audit.settings import FD_STEP_LOW_WARN, FD_STEP_MAX, FD_STEP_WARN
+
     a.add_argument("--aux", choices=["mlp", "adel"], default=D.aux,
                    help="aux model of the protected attribute: an MLP (default) or the Adel "
                    "et al. aux kept from reading the label (needs --label)")
@@ -215,6 +215,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"seed of the sample and the aux model (default {D.seed})")
     a.add_argument("--no-progress", action="store_true",
                    help="no progress bar (on a terminal) or lines (elsewhere, every 10 s)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="faux", description="faux: individual-fairness testing by gradient "
+                "alignment (fAux).")
+    sub = p.add_subparsers(dest="command", required=True)
+    a = sub.add_parser(
+        "audit", help="audit a model for individual unfairness on a data set",
+        description="Audit every row of a data set for individual unfairness of MODEL with "
+        "respect to protected attributes: aux models learn each attribute from the features, "
+        "and a row is flagged when the model's decision changes at its counterfactual (the "
+        "attribute, and what the aux models read it from, moved to the other group's "
+        "values) under every aux model (--verdict effect, the default). The fAux scores "
+        "(eq. 9, eq. 10) are diagnostic columns, or decide with --verdict score. Writes "
+        "scores.parquet, summary.json and a self-contained report.html.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_inputs(a)
+    _add_verdict(a)
+    _add_aux(a)
     p.set_defaults(parser_of={"audit": a})
     return p
 
