@@ -270,11 +270,14 @@ def _swaps(aux, z, own, level, target, sign, layout, x_mean, x_scale, allowed=No
         for bi, block in enumerate(layout.blocks):
             free = moved[:, bi] < 0
             for li in range(len(block.levels)):
+                may = free & todo & (cur[bi] != li)
+                if allowed is not None:
+                    may = may & allowed(bi, cur[bi], li)
+                if not bool(may.any()):  # no row may take this level: skip the aux call
+                    continue
                 gain = sign * (_scalar_of(aux, _swap(z, block, li, x_mean, x_scale), own, level)
                                - now)
-                ok = free & todo & (cur[bi] != li) & (gain > best_gain)
-                if allowed is not None:
-                    ok = ok & allowed(bi, cur[bi], li)
+                ok = may & (gain > best_gain)
                 best_gain = torch.where(ok, gain, best_gain)
                 best_b = torch.where(ok, torch.full_like(best_b, bi), best_b)
                 best_l = torch.where(ok, torch.full_like(best_l, li), best_l)
