@@ -133,8 +133,10 @@ def test_a_black_box_is_called_once_per_row_and_counterfactual(world):
     # sample rows under each permuted-c aux; the top flagged rows' eq. 9 contributions
     # (a central-difference gradient, 2 d rows each) differ as the flagged rows do
     contributions = 2 * X.shape[1] * (len(res.top_flagged) - len(old.top_flagged))
+    # the score verdict calls the model once more per row for the groups' outcomes (its
+    # decisions); the effect verdict reads them from its own call
     expected = (n * (1 + seeds * directions) + sample * (1 + perms * directions)
-                + contributions)
+                + contributions - n)
     assert rows["effect"] - rows["score"] == expected
     assert res.summary["verdict"]["model_calls_per_row"] == 1 + seeds * directions
 
