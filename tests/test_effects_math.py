@@ -295,3 +295,31 @@ def test_the_continuous_path_is_never_longer_than_the_groups_distance():
     short = E.counterfactual(linear([1.0, 0.0]), z, torch.tensor(c), "binary",
                              {"gap": 0.1}, lay, np.zeros(2), np.ones(2), reach=reach)
     np.testing.assert_allclose((short.z - z).norm(dim=1).numpy(), 0.1, rtol=1e-9)
+
+
+def test_the_model_sees_each_row_as_read_and_unmoved_features_exactly():
+    """Rebuilding rows from float32 standardised units moves a value across a tree's split;
+    with the rows as read, p is the model's own output and only moved features change."""
+    rng = np.random.default_rng(8)
+    x = np.column_stack([rng.normal(size=300) * 1e3 + 0.1, rng.integers(0, 2, 300),
+                         rng.normal(size=300)])
+    c = torch.tensor(rng.integers(0, 2, 300))
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[1] = 1.0
+    z = torch.tensor((x - mean) / scale, dtype=torch.float32)
+    lay = E.Layout.infer(x, ["big", "flag", "small"])
+    seen = []
+
+    def proba(rows):
+        seen.append(rows.copy())
+        return (rows[:, 0] > 0.1).astype(float)        # a split at a value the rows hold
+
+    aux = linear([0.0, 0.0, 1.0])
+    aux32 = lambda t: aux(t.double())  # noqa: E731
+    out = E.effects(proba, [aux32], [{"gap": 0.5}], z, c, "binary", lay, mean, scale, x=x)
+    np.testing.assert_array_equal(seen[0][:300], x)                  # the rows as read
+    cf = seen[0][300:]
+    np.testing.assert_array_equal(cf[:, 0], x[:, 0])                 # unmoved: bit for bit
+    assert np.isin(cf[:, 1], (0.0, 1.0)).all()                       # a code, exactly
+    assert not np.array_equal(cf[:, 2], x[:, 2])
+    np.testing.assert_array_equal(out["p"], (x[:, 0] > 0.1).astype(float))

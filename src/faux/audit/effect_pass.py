@@ -37,6 +37,8 @@ class EffectPass:
         self.auxes, self.st, self.proba, self.primary = list(auxes), settings, proba, primary
         self.mean, self.scale, self.feats = sc.mean, sc.scale, list(feats)
         self.sample_rows, self.n_sample = sc.sample_rows, len(sc.x)
+        # the sample's rows as read, for the model's calls (rebuilt from z where they hold NaN)
+        self.x_sample = sc.x if np.isfinite(sc.x).all() else None
         # the encoders' own blocks for a Pipeline that encodes its columns, else inferred
         self.layout = layout if layout is not None else fx.Layout.infer(sc.x, feats)
         self.lo, self.hi = fx.support_box(z_sample, settings.support_margin)
@@ -64,7 +66,8 @@ class EffectPass:
             r = fx.effects(self.proba, nets, gaps, zt[s:s + batch_size],
                            ci[s:s + batch_size], self.kind, self.layout, self.mean,
                            self.scale, steps=self.st.steps, lo=self.lo, hi=self.hi,
-                           contrasts=self.contrasts, reach=self.reach)
+                           contrasts=self.contrasts, reach=self.reach,
+                           x=None if self.x_sample is None else self.x_sample[s:s + batch_size])
             ps.append(r["p"])
             pcs.append(r["p_cf"])
         return np.concatenate(ps), np.concatenate(pcs, axis=1)
@@ -79,7 +82,8 @@ class EffectPass:
         z = torch.as_tensor((b.x - self.mean) / self.scale, dtype=torch.float32)
         r = fx.effects(self.proba, self.auxes, self.gaps, z, c_index(self.info, c_raw),
                        self.kind, self.layout, self.mean, self.scale, steps=st.steps,
-                       lo=self.lo, hi=self.hi, contrasts=self.contrasts, reach=self.reach)
+                       lo=self.lo, hi=self.hi, contrasts=self.contrasts, reach=self.reach,
+                       x=b.x)
         v = fx.verdict(r["p"], r["p_cf"], st.decision_threshold, st.materiality)
         thr = st.decision_threshold
         changes = ((r["p_cf"] >= thr) != (r["p"] >= thr)[None]).all(axis=0)

@@ -431,11 +431,14 @@ def support_box(z_sample: np.ndarray, margin: float = SUPPORT_MARGIN):
 
 def effects(proba, auxes, gaps, z: torch.Tensor, c_index: torch.Tensor, kind: str,
             layout: Layout, x_mean, x_scale, *, steps: int = STEPS, lo=None, hi=None,
-            contrasts=None, reach=None) -> dict:
+            contrasts=None, reach=None, x=None) -> dict:
     """The model's probability at rows ``z`` and at their counterfactual under each aux model.
 
     ``proba``: raw rows (numpy (m, d)) -> probability (m,), called once for the rows and their
-    counterfactuals together. ``auxes``/``gaps``: the aux models and their
+    counterfactuals together. ``x``: the rows as read (float64); the model then sees them
+    exactly, and each counterfactual is the row plus its move (:func:`exact_rows`), so a
+    feature the counterfactual did not move keeps its exact value (without ``x``: the rows
+    rebuilt from ``z``). ``auxes``/``gaps``: the aux models and their
     :func:`group_gaps`. Returns ``p`` (n,), ``p_cf`` (S, n) (for several directions, the one
     with the largest change), and from the first aux: ``z_cf``, ``moved`` (n, blocks),
     ``level`` (the other level chosen, categorical), ``off_support``, ``unreachable``.
@@ -449,9 +452,11 @@ def effects(proba, auxes, gaps, z: torch.Tensor, c_index: torch.Tensor, kind: st
                                    lo=lo, hi=hi, direction=d, contrasts=contrasts,
                                    reach=reach)
                     for d in directions(aux, z, c_index, kind, gap)])
-    rows = [z.double().cpu().numpy()] + [cf.z.double().cpu().numpy()
-                                         for per in cfs for cf in per]
-    f = np.asarray(proba(np.concatenate(rows) * xs + xm), dtype=np.float64).reshape(-1)
+    z0 = z.double().cpu().numpy()
+    base = z0 * xs + xm if x is None else np.asarray(x, dtype=np.float64)
+    rows = [base] + [exact_rows(base, cf.z.double().cpu().numpy() - z0, xs, layout)
+                     for per in cfs for cf in per]
+    f = np.asarray(proba(np.concatenate(rows)), dtype=np.float64).reshape(-1)
     p = f[:n]
     f_cf = f[n:].reshape(len(auxes), -1, n)                 # (S, directions, n)
     pick = np.abs(f_cf - p).argmax(axis=1)                  # (S, n)
@@ -465,6 +470,22 @@ def effects(proba, auxes, gaps, z: torch.Tensor, c_index: torch.Tensor, kind: st
             "level": j0 if kind == "categorical" else None,
             "off_support": take("off_support").cpu().numpy(),
             "unreachable": take("unreachable").cpu().numpy()}
+
+
+def exact_rows(x: np.ndarray, dz: np.ndarray, x_scale, layout: Layout) -> np.ndarray:
+    """Rows ``x`` moved by ``dz`` (standardised units), each categorical block set exactly to
+    its nearest level's code: an unmoved feature keeps its value bit for bit, so a model
+    whose splits fall between rounded values (trees) sees the row as read."""
+    out = x + dz * np.asarray(x_scale, dtype=np.float64)
+    out[dz == 0] = x[dz == 0]
+    for block in layout.blocks:
+        cols = list(block.columns)
+        codes = np.asarray(block.codes, dtype=np.float64)
+        moved = np.any(dz[:, cols] != 0, axis=1)
+        if moved.any():
+            near = ((out[moved][:, None, cols] - codes[None]) ** 2).sum(axis=2).argmin(axis=1)
+            out[np.ix_(np.flatnonzero(moved), cols)] = codes[near]
+    return out
 
 
 def verdict(p: np.ndarray, p_cf: np.ndarray, threshold: float = 0.5,
