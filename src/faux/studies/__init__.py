@@ -17,8 +17,9 @@ STUDIES = {"summary": "summary", "table1_cell": "table1", "fig5_cell": "fig5",
            "fig11_cell": "fig11", "fig8": "fig8", "real_cell": "real",
            "readings_cell": "readings"}
 
-#: jobs whose whole output is result.json: ``faux.run`` may reuse an identical job's result
-#: (same config hash, same faux code) from the cache instead of recomputing it
+#: jobs whose output is result.json and files it names: ``faux.run`` may reuse an identical
+#: job's result (same config hash, same faux code) from the cache instead of recomputing it;
+#: the reused result points at the scores.npz of the job that computed them
 MEMO_JOBS = frozenset({"table1_cell"})
 
 
