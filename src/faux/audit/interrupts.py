@@ -9,7 +9,7 @@ import signal
 import threading
 from contextlib import contextmanager
 
-from faux.audit.result import warn
+from faux.audit.notices import warn
 
 EXIT_TERMINATED = 128 + signal.SIGTERM  # the shell's status of a process ended by SIGTERM
 

@@ -48,11 +48,12 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def versions() -> dict:
-    import faux
+#: this package's distribution name (the top of this module's dotted name)
+DIST = __name__.split(".")[0]
 
-    out = {"faux": _version("faux") or getattr(faux, "__version__", None) or "unknown",
-           "python": platform.python_version()}
+
+def versions() -> dict:
+    out = {DIST: _version(DIST) or "unknown", "python": platform.python_version()}
     for name, dist in (("torch", "torch"), ("sklearn", "scikit-learn"), ("numpy", "numpy"),
                        ("pandas", "pandas")):
         out[name] = _version(dist)

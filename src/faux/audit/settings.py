@@ -14,7 +14,7 @@ from faux.audit.calibration import SEED_MAX
 from faux.audit.data import PROTECTED_TYPES
 from faux.audit.groups import AUX_SEEDS, MIN_CELL
 from faux.audit.methods import audit_methods
-from faux.audit.result import warn
+from faux.audit.notices import warn
 from faux.audit.verdict import (
     DECISION_THRESHOLD,
     MATERIALITY,
