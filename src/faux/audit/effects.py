@@ -65,11 +65,6 @@ class Block:
             raise ConfigError(f"categorical feature {self.name!r}: one code per level, each "
                               "with one value per column")
 
-    @property
-    def single(self) -> bool:
-        """One column (a 0/1 flag or an ordinal code)."""
-        return len(self.columns) == 1
-
     def level_of(self, values) -> int:
         """The level whose code is nearest to one row's ``values`` of the block's columns."""
         v = np.asarray(values, dtype=np.float64).reshape(1, -1)
