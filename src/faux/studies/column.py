@@ -143,7 +143,8 @@ class ColumnSettings:
     cache_dir: str
     data_dir: str
     accelerator: str = "auto"
-    aux_trainer: str = "single"  # a cell's aux retrainings: one by one, or as one stack
+    # a cell's aux retrainings: one by one, or as one stack (default: conf/synthetic's)
+    aux_trainer: str = field(default_factory=synth_defaults.aux_trainer)
     # the fraction labelled positive by the top_fraction rule (default: the schema's)
     top_fraction: float = field(default_factory=synth_defaults.fraction)
     lic_ub: dict = field(default_factory=dict)   # LIC-UB's parameters (at, output)

@@ -69,7 +69,7 @@ def column_settings(cfg: dict, sizes: dict | None = None, **reading) -> ColumnSe
         sizes=dict(sizes if sizes is not None else p["synth"]),
         gen_study=dict(st.get("generators") or {}), gen_profile=dict(p.get("generators") or {}),
         cache_dir=cfg["paths"]["cache_dir"], data_dir=cfg["paths"]["data_dir"],
-        accelerator=accelerator(cfg), aux_trainer=str(st.get("aux_trainer", "single")))
+        accelerator=accelerator(cfg), aux_trainer=str(st["aux_trainer"]))
     return ColumnSettings(**{**own, **reading})
 
 

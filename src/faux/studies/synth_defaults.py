@@ -4,6 +4,8 @@ holds no copy of them.
 
 * ``k`` of the IFS threshold rules: ``threshold_k`` in ``conf/synthetic/default.yaml``
   (every study reads the composed ``synthetic.threshold_k``);
+* how a cell's aux retrainings are trained: ``aux_trainer`` in the same file (every study
+  reads the composed ``synthetic.aux_trainer``);
 * the top_fraction and calibrated rules' share of positives: the default of
   ``faux.harness.schema.Reading.fraction`` (every study reads the composed
   ``reading.fraction``).
@@ -19,17 +21,26 @@ from faux.errors import ConfigError
 SYNTHETIC_YAML = Path(__file__).resolve().parents[3] / "conf" / "synthetic" / "default.yaml"
 
 
-@lru_cache(maxsize=1)
-def threshold_k() -> float:
-    """``threshold_k`` of conf/synthetic/default.yaml."""
+@lru_cache(maxsize=None)
+def _synthetic(key: str):
+    """``key`` of conf/synthetic/default.yaml."""
     import yaml
 
     try:
-        value = (yaml.safe_load(SYNTHETIC_YAML.read_text()) or {})["threshold_k"]
+        return (yaml.safe_load(SYNTHETIC_YAML.read_text()) or {})[key]
     except (OSError, KeyError, TypeError) as exc:
-        raise ConfigError(f"cannot read threshold_k from {SYNTHETIC_YAML} ({exc}); pass k "
+        raise ConfigError(f"cannot read {key} from {SYNTHETIC_YAML} ({exc}); pass it "
                           "explicitly") from None
-    return float(value)
+
+
+def threshold_k() -> float:
+    """``threshold_k`` of conf/synthetic/default.yaml."""
+    return float(_synthetic("threshold_k"))
+
+
+def aux_trainer() -> str:
+    """``aux_trainer`` of conf/synthetic/default.yaml."""
+    return str(_synthetic("aux_trainer"))
 
 
 def fraction() -> float:
