@@ -12,7 +12,8 @@ the two cores; the audit waited minutes for models that compute in seconds.
 goes through the stack with the other members' in one forward and backward pass; the summed loss gives every member its own gradient and Adam acts
 element by element, so each member ends with the weights ``train_mlp`` gives it alone (tested
 in tests/test_audit_speed_paths.py). Each member keeps its own early stopping (patience on
-its own validation loss, best epoch restored); a member that stops leaves the stack. The
+its own validation loss, best epoch restored); a member that stops leaves the stack (the
+loop of ``faux.models.stack_training``, which the studies' stacked MLPs share). The
 loop is plain PyTorch on one thread (:func:`one_thread`; the caller's thread count is
 restored afterwards): at these sizes a second thread only adds synchronisation. Nothing
 here imports Lightning (seconds of import time for a command-line audit).
@@ -27,7 +28,6 @@ move with how its models were scheduled.
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass
 
 import torch
@@ -35,6 +35,7 @@ from torch.nn import functional as F
 
 from faux.errors import ConfigError
 from faux.models.net import MLP, check_classification_data
+from faux.models.stack_training import train_stack
 from faux.models.tensors import TensorBatches
 
 VAL_CHUNK = 4096  # rows per validation batch, as ``fit`` batches them at batch sizes <= 4096
@@ -121,19 +122,6 @@ class MemberStack(torch.nn.Module):
         return net
 
 
-def _keep_members(stack: MemberStack, opt, rows: torch.Tensor, make_opt):
-    """Slice the stack and its optimiser's per-element state to the members at ``rows``
-    (exact: Adam's state is per element)."""
-    states = [opt.state.get(p, {}) for p in stack.parameters()]
-    stack.keep(rows)
-    new_opt = make_opt(stack.parameters())
-    for p, state in zip(stack.parameters(), states):
-        new_opt.state[p] = {k: (v[rows].clone() if torch.is_tensor(v) and v.ndim > 0 else
-                                (v.clone() if torch.is_tensor(v) else v))
-                            for k, v in state.items()}
-    return new_opt
-
-
 def _val_losses(stack: MemberStack, xv: torch.Tensor, tv: torch.Tensor, chunk: int) -> list:
     """Mean BCE of each member on its own validation rows ``xv[e], tv[e]``, batched and
     averaged as Lightning's ``val_loss`` (chunks weighted by their size)."""
@@ -182,16 +170,7 @@ def _train(xs, ts, xv, tv, seeds, *, width, depth, max_epochs, patience, batch_s
     def make_opt(params):  # the single-tensor Adam ``train_mlp`` runs on CPU
         return torch.optim.Adam(params, lr=lr, foreach=False, fused=False)
 
-    opt = make_opt(stack.parameters())
-    active = list(range(r))
-    best, best_epoch = [math.inf] * r, [-1] * r                 # RestoreBest
-    es_best, wait = [math.inf] * r, [0] * r                     # EarlyStopping
-    with torch.no_grad():
-        best_w = [p.detach().clone() for p in stack.parameters()]
-    final: dict[int, list[torch.Tensor]] = {}
-    for epoch in range(max_epochs):
-        if not active:
-            break
+    def run_epoch(epoch, active, opt):
         offset = torch.tensor(active)[:, None] * n
         orders = torch.stack([batches[m].epoch_order() for m in active]) + offset
         for a in range(0, n, batch_size):
@@ -204,43 +183,13 @@ def _train(xs, ts, xv, tv, seeds, *, width, depth, max_epochs, patience, batch_s
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+
+    def val_losses(epoch, active):
         with torch.no_grad():
             sel = torch.tensor(active)
-            losses = _val_losses(stack, xv[sel], tv[sel], max(batch_size, VAL_CHUNK))
-        improved, stopped = [], []
-        for row, (m, v) in enumerate(zip(active, losses)):
-            if v < best[m]:
-                best[m], best_epoch[m] = v, epoch
-                improved.append((row, m))
-            if patience is None:
-                continue
-            if not math.isfinite(v):
-                stopped.append(row)
-            elif v < es_best[m]:
-                es_best[m], wait[m] = v, 0
-            else:
-                wait[m] += 1
-                if wait[m] >= int(patience):
-                    stopped.append(row)
-        if improved:
-            rows = torch.tensor([i for i, _ in improved])
-            ids = torch.tensor([m for _, m in improved])
-            with torch.no_grad():
-                for bw, p in zip(best_w, stack.parameters()):
-                    bw[ids] = p[rows]
-        if stopped:
-            for row in stopped:
-                final[active[row]] = [p.detach()[row].clone() for p in stack.parameters()]
-            keep = [row for row in range(len(active)) if row not in stopped]
-            active = [active[row] for row in keep]
-            if active:
-                opt = _keep_members(stack, opt, torch.tensor(keep), make_opt)
-    for row, m in enumerate(active):
-        final[m] = [p.detach()[row].clone() for p in stack.parameters()]
-    with torch.no_grad():
-        for i in range(len(best_w)):
-            for m in range(r):
-                if best_epoch[m] < 0:
-                    best_w[i][m] = final[m][i]
-    stack.load_stacked(best_w)
+            return _val_losses(stack, xv[sel], tv[sel], max(batch_size, VAL_CHUNK))
+
+    run = train_stack(stack, make_opt, max_epochs=max_epochs, patience=patience,
+                      run_epoch=run_epoch, val_losses=val_losses)
+    stack.load_stacked(run.weights)
     return [stack.member(m).eval() for m in range(r)]

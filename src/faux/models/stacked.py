@@ -1,48 +1,34 @@
 """Stacked networks: ``E`` MLPs of one shape trained together as one batched network.
 
 A cell of a study retrains the same recipe once per seed (the aux model's seeds, FlipTest's
-GANs). At batch 64 one optimiser step of a small MLP costs far less than the ~20 operator
+GANs). At batch 64 one optimiser step of a small MLP costs far less than the operator
 dispatches (and Lightning hooks) around it, so training the seeds one after another is
 mostly overhead. :class:`StackedMLP` holds member ``e``'s layer weights at index ``e`` of
 (E, in, out) tensors and runs every member with one ``torch.baddbmm`` per layer; a loss
 summed over the members gives each member exactly its own gradient, and Adam, RMSprop and
-weight clipping act element by element, so every member trains as it would alone (bit for
-bit at the studies' shapes; see "Exactness").
+weight clipping act element by element, so every member trains as it would alone.
 
 :func:`train_mlps_stacked` is :func:`faux.models.mlp.train_mlp` for several seeds at once:
 member ``s`` starts from the initial weights seed ``s`` gives, sees the mini-batches of
 seed ``s``'s own shuffling generator in the same order, and stops early on its own
-validation loss with its own patience. A member that stops leaves the stack: its
-parameters and optimiser state are final (the stack and the Adam state are sliced to the
-members still training, which is exact since Adam's state is per element), and its
-best-epoch weights are restored as the single path restores them. The loop is a plain
-PyTorch loop rather than a Lightning ``fit``: members leave the stack mid-training, which
-rebuilds the optimiser, and Lightning's loop owns its optimisers. Mini-batches are gathered
-with ``index_select`` (about 10x cheaper than ``x[idx]`` at 360 features).
+validation loss with its own patience (the loop of :mod:`faux.models.stack_training`: a
+member that stops leaves the stack, its best-epoch weights restored as the single path
+restores them). The loop is plain PyTorch rather than a Lightning ``fit``: members leave the
+stack mid-training, which rebuilds the optimiser, and Lightning's loop owns its optimisers.
 
-Exactness. In :func:`train_mlp_stack` (``StackedMLP(..., exact=True)``; FlipTest's GANs keep
-the plain batched kernels, which round differently from single networks by an ulp per step)
-each layer of the stack runs through :class:`_StackedLinear`, which uses the
-kernels the single network's ``nn.Linear`` uses (a per-member ``addmm`` for the one-column
-head, ``gᵀ h`` for weight gradients), and Adam is the single-tensor update ``train_mlp``'s
-Adam runs on CPU (element-wise, so equal per slice). At the shapes the studies train (inputs
->= 16 wide, 2 x 64 hidden, one logit, batch 64 with a partial last batch) every member then
-equals the separately trained network to float32 rounding: bit for bit on an AMD EPYC,
-within 5e-8 in the weights on an Intel Xeon, whose MKL blocks the two matmuls differently
-even under the pinned kernels (tested to 1e-6). At toy shapes (a few inputs,
-width 8, odd batch sizes, several label columns) MKL picks different kernels for the batched
-and the single matmul, and members differ by an ulp per step; over hundreds of steps a ReLU
-pre-activation within rounding of zero can amplify that (measured before these kernels on
-bench/aux_stack.py's data: 1-2 of 10 members 2e-4 - 8e-3 apart in weights). The validation
-loss that drives early stopping is summed in another order than Lightning's (equal to ~1e-7),
-so a stop could differ only at a near-tie. The exact kernels cost speed: ``bench/aux_stack.py``
-gave 4.39 with them against 5.24 for the batched head and fused Adam (separate runs on the
-loaded 2-core machine; docs/notebook/results.md).
+Exactness. :func:`train_mlp_stack` runs each layer through :class:`_StackedLinear`
+(``StackedMLP(..., exact=True)``), which uses the kernels the single network's ``nn.Linear``
+uses, and Adam is the single-tensor update ``train_mlp``'s Adam runs on CPU. At the shapes
+the studies train every member then equals the separately trained network to float32
+rounding; at toy shapes MKL may pick other kernels for the batched and the single matmul,
+and members drift by an ulp per step. The validation loss that drives early stopping is
+summed in another order than Lightning's, so a stop could differ only at a near-tie.
+FlipTest's GANs keep the plain batched kernels (faster, an ulp per step from single
+networks). What was measured, machine by machine: docs/notebook/training_loops.md.
 """
 
 from __future__ import annotations
 
-import math
 import time
 
 import torch
@@ -50,6 +36,7 @@ from torch.nn import functional as F
 
 from faux.errors import ConfigError
 from faux.models.mlp import MLP, MLPSpec, check_classification_data, mlp_accuracy
+from faux.models.stack_training import train_stack
 from faux.models.training import TensorBatches, curve_loggers, n_params, resolve_device
 
 
@@ -57,7 +44,7 @@ class _StackedLinear(torch.autograd.Function):
     """``baddbmm(b, h, w)`` (member ``e``: ``h[e] @ w[e] + b[e]``) computed with the kernels
     the single network's ``nn.Linear`` uses, so every member rounds exactly as it would alone.
 
-    Measured on MKL (CPU): a batched matmul equals the single ``addmm`` except with one
+    On MKL (CPU) a batched matmul equals the single ``addmm`` except with one
     output column (the head; MKL's matrix-vector path), so that layer's forward runs one
     ``addmm`` per member; autograd's weight gradient of ``baddbmm`` (``hᵀ g``) rounds
     differently from ``nn.Linear``'s (``gᵀ h``) for narrow inputs, so the backward computes
@@ -158,20 +145,6 @@ class StackedMLP(torch.nn.Module):
             self.load_stacked([p[rows].clone() for p in self.parameters()])
 
 
-def _keep_members(stack: StackedMLP, opt: torch.optim.Optimizer, rows: torch.Tensor,
-                  make_opt) -> torch.optim.Optimizer:
-    """Slice the stack and its optimiser's per-element state to the members at ``rows``."""
-    old = list(stack.parameters())
-    states = [opt.state.get(p, {}) for p in old]
-    stack.keep(rows)
-    new_opt = make_opt(stack.parameters())
-    for p, state in zip(stack.parameters(), states):
-        new_opt.state[p] = {k: (v[rows].clone() if torch.is_tensor(v) and v.ndim > 0 else
-                                (v.clone() if torch.is_tensor(v) else v))
-                            for k, v in state.items()}
-    return new_opt
-
-
 def _member_losses(stack: StackedMLP, x: torch.Tensor, t: torch.Tensor,
                    chunk: int) -> torch.Tensor:
     """Mean BCE of every member on the shared rows ``(x, t)``, in chunks of rows: (E,).
@@ -188,71 +161,38 @@ def _member_losses(stack: StackedMLP, x: torch.Tensor, t: torch.Tensor,
     return total / x.shape[0]
 
 
-def train_mlp_stack(x, t, x_val=None, t_val=None, *, seeds, width: int = 64, depth: int = 2,
-                    max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
-                    lr: float = 1e-3, projection: torch.Tensor | None = None,
-                    accelerator: str = "auto") -> list[tuple[MLP, dict]]:
-    """``train_mlp(x, t, x_val, t_val, seed=s, ...)`` for every ``s`` in ``seeds``, as one stack.
-
-    Returns one ``(mlp, info)`` per seed, in order, each what ``train_mlp`` returns for that
-    seed (same weights and predictions up to float summation order, same ``epochs`` and
-    ``best_epoch``; tested to 1e-4). ``info`` has the same keys; ``train_time_s`` is the
-    stack's wall time divided by the number of seeds.
-    """
+def _check_stack_args(seeds, max_epochs, batch_size, patience) -> list[int]:
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ConfigError("train_mlp_stack needs at least one seed")
     if int(max_epochs) < 0 or int(batch_size) < 1 or (patience is not None and int(patience) < 0):
         raise ConfigError(f"need max_epochs >= 0, batch_size >= 1 and patience >= 0 or None "
                           f"(got {max_epochs}, {batch_size}, {patience})")
-    x, t, val = check_classification_data(x, t, x_val, t_val)
-    d_out = 1 if t.ndim == 1 else t.shape[1]
-    start = time.perf_counter()
-    device = resolve_device(accelerator)
-    # the projection is a fixed map: apply it to the data once and stack the rest (seed s's
-    # MLP with projection initialises its layers exactly as one without)
-    proj = MLP(x.shape[1], 1, 0, projection=projection).projection if projection is not None else None
-    k = x.shape[1] if proj is None else proj.shape[0]
+    return seeds
+
+
+def _initial_stack(seeds: list[int], d_in: int, width: int, depth: int, d_out: int,
+                   device) -> tuple[StackedMLP, int]:
+    """The stack of seed ``s``'s initial MLPs (each as ``train_mlp`` initialises it) on
+    ``device``, and one member's parameter count."""
     members = []
     for s in seeds:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(s)
-            members.append(MLP(k, width, depth, d_out))
-    n_par = n_params(members[0])
-    stack = StackedMLP(members, exact=True).to(device)
-    del members
+            members.append(MLP(d_in, width, depth, d_out))
+    return StackedMLP(members, exact=True).to(device), n_params(members[0])
 
-    def prep(a):
-        return (a @ proj.T if proj is not None else a).to(device)
 
-    xs, ts = prep(x), t.to(device)
-    vx, vt = (prep(val[0]), val[1].to(device)) if val is not None else (None, None)
-    r = len(seeds)
-    batches = [TensorBatches((x,), batch_size=batch_size, seed=s) for s in seeds]
+def _epoch_step(stack: StackedMLP, xs: torch.Tensor, ts: torch.Tensor, batches: list,
+                batch_size: int, curves, device):
+    """``run_epoch`` of :func:`faux.models.stack_training.train_stack`: every active member
+    through its own shuffled mini-batches of the shared rows ``(xs, ts)``, one optimiser step
+    per batch for all of them; each member's mean training loss goes to its curve."""
 
-    def make_opt(params):
-        # the single-tensor Adam: what ``train_mlp``'s Adam runs on CPU; its element-wise
-        # update on a (E, ...) tensor equals the update of each slice bit for bit (fused Adam
-        # rounds differently, by an ulp)
-        return torch.optim.Adam(params, lr=lr, foreach=False, fused=False)
-
-    opt = make_opt(stack.parameters())
-    active = list(range(r))                   # member index of each row of the stack
-    epochs = [0] * r
-    best, best_epoch = [float("inf")] * r, [-1] * r        # RestoreBest
-    es_best, wait = [float("inf")] * r, [0] * r            # EarlyStopping
-    with torch.no_grad():
-        best_w = [p.detach().clone() for p in stack.parameters()]   # (R, ...) best weights
-    final: dict[int, list[torch.Tensor]] = {}
-    chunk = max(batch_size, 4096)
-    curves = curve_loggers(seeds, "mlp")           # the job's curves (logger=wandb), else None
-    for epoch in range(int(max_epochs)):
-        if not active:
-            break
+    def run_epoch(epoch: int, active: list[int], opt) -> None:
         orders = torch.stack([batches[m].epoch_order() for m in active]).to(device)
-        n = xs.shape[0]
         train_sum, n_batches = None, 0
-        for a in range(0, n, batch_size):
+        for a in range(0, xs.shape[0], batch_size):
             idx = orders[:, a:a + batch_size]                      # (E, B)
             flat = idx.reshape(-1)           # index_select: ~10x faster than xs[idx] here
             out = stack(xs.index_select(0, flat).view(*idx.shape, -1))
@@ -267,66 +207,80 @@ def train_mlp_stack(x, t, x_val=None, t_val=None, *, seeds, width: int = 64, dep
             if curves is not None:
                 d = per_member.detach()
                 train_sum, n_batches = (d if train_sum is None else train_sum + d), n_batches + 1
-        for m in active:
-            epochs[m] += 1
         if curves is not None and n_batches:
             for m, v in zip(active, (train_sum / n_batches).tolist()):
                 curves[m].log_metrics({"train_loss": v, "epoch": epoch}, step=epoch)
+
+    return run_epoch
+
+
+def _val_step(stack: StackedMLP, vx, vt, chunk: int, curves):
+    """``val_losses`` of :func:`faux.models.stack_training.train_stack`: every active
+    member's loss on the shared validation rows (None without them), logged to its curve."""
+
+    def val_losses(epoch: int, active: list[int]):
         if vx is None:
-            continue
+            return None
         with torch.no_grad():
             losses = _member_losses(stack, vx, vt, chunk).tolist()
         if curves is not None:
             for m, v in zip(active, losses):
                 curves[m].log_metrics({"val_loss": v, "epoch": epoch}, step=epoch)
-        improved, stopped = [], []
-        for row, (m, v) in enumerate(zip(active, losses)):
-            if v < best[m]:
-                best[m], best_epoch[m] = v, epoch
-                improved.append((row, m))
-            if patience is None:
-                continue
-            if not math.isfinite(v):
-                stopped.append(row)
-            elif v < es_best[m]:
-                es_best[m], wait[m] = v, 0
-            else:
-                wait[m] += 1
-                if wait[m] >= int(patience):
-                    stopped.append(row)
-        if improved:
-            rows = torch.tensor([i for i, _ in improved], device=device)
-            ids = torch.tensor([m for _, m in improved], device=device)
-            with torch.no_grad():
-                for bw, p in zip(best_w, stack.parameters()):
-                    bw[ids] = p[rows]
-        if stopped:
-            for row in stopped:
-                final[active[row]] = [p.detach()[row].clone() for p in stack.parameters()]
-            keep = [row for row in range(len(active)) if row not in stopped]
-            active = [active[row] for row in keep]
-            if active:
-                opt = _keep_members(stack, opt, torch.tensor(keep, device=device), make_opt)
-    for row, m in enumerate(active):
-        final[m] = [p.detach()[row].clone() for p in stack.parameters()]
+        return losses
+
+    return val_losses
+
+
+def train_mlp_stack(x, t, x_val=None, t_val=None, *, seeds, width: int = 64, depth: int = 2,
+                    max_epochs: int = 100, patience: int | None = 10, batch_size: int = 64,
+                    lr: float = 1e-3, projection: torch.Tensor | None = None,
+                    accelerator: str = "auto") -> list[tuple[MLP, dict]]:
+    """``train_mlp(x, t, x_val, t_val, seed=s, ...)`` for every ``s`` in ``seeds``, as one stack.
+
+    Returns one ``(mlp, info)`` per seed, in order, each what ``train_mlp`` returns for that
+    seed (same weights and predictions up to float summation order, same ``epochs`` and
+    ``best_epoch``; tested to 1e-4). ``info`` has the same keys; ``train_time_s`` is the
+    stack's wall time divided by the number of seeds.
+    """
+    seeds = _check_stack_args(seeds, max_epochs, batch_size, patience)
+    x, t, val = check_classification_data(x, t, x_val, t_val)
+    start = time.perf_counter()
+    device = resolve_device(accelerator)
+    # the projection is a fixed map: apply it to the data once and stack the rest (seed s's
+    # MLP with projection initialises its layers exactly as one without)
+    proj = MLP(x.shape[1], 1, 0, projection=projection).projection if projection is not None else None
+    stack, n_par = _initial_stack(seeds, x.shape[1] if proj is None else proj.shape[0], width,
+                                  depth, 1 if t.ndim == 1 else t.shape[1], device)
+
+    def prep(a):
+        return (a @ proj.T if proj is not None else a).to(device)
+
+    vx, vt = (prep(val[0]), val[1].to(device)) if val is not None else (None, None)
+    batches = [TensorBatches((x,), batch_size=batch_size, seed=s) for s in seeds]
+
+    def make_opt(params):
+        # the single-tensor Adam: what ``train_mlp``'s Adam runs on CPU; its element-wise
+        # update on a (E, ...) tensor equals the update of each slice bit for bit (fused Adam
+        # rounds differently, by an ulp)
+        return torch.optim.Adam(params, lr=lr, foreach=False, fused=False)
+
+    curves = curve_loggers(seeds, "mlp")           # the job's curves (logger=wandb), else None
+    run = train_stack(
+        stack, make_opt, max_epochs=max_epochs, patience=patience, device=device,
+        run_epoch=_epoch_step(stack, prep(x), t.to(device), batches, batch_size, curves, device),
+        val_losses=_val_step(stack, vx, vt, max(batch_size, 4096), curves))
     elapsed = time.perf_counter() - start
-    # every member's returned weights: its best validation epoch if it had one, else its last
-    with torch.no_grad():
-        for i in range(len(best_w)):
-            for m in range(r):
-                if best_epoch[m] < 0:
-                    best_w[i][m] = final[m][i]
-    out = []
-    stack.load_stacked([w.cpu() for w in best_w])
+    stack.load_stacked([w.cpu() for w in run.weights])
     stack.cpu()
     xe, te = val if val is not None else (x, t)
-    for m in range(r):
+    out = []
+    for m in range(len(seeds)):
         net = stack.member(m, projection=proj).eval()
-        run = {"epochs": epochs[m],
-               "best_epoch": best_epoch[m] if val is not None else epochs[m] - 1,
-               "best_val_loss": best[m] if val is not None else float("nan")}
+        info = {"epochs": run.epochs[m],
+                "best_epoch": run.best_epoch[m] if val is not None else run.epochs[m] - 1,
+                "best_val_loss": run.best_val_loss[m] if val is not None else float("nan")}
         info = {"accuracy": mlp_accuracy(net, xe, te), "n_params": n_par,
-                "train_time_s": elapsed / r, **run}
+                "train_time_s": elapsed / len(seeds), **info}
         out.append((net, info))
     return out
 

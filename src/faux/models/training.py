@@ -1,24 +1,19 @@
 """Training loop glue: in-memory tensor batches and a Lightning Trainer with early stopping.
 
-Tabular data is small, so batches are slices of tensors held in memory (a DataLoader over a
-TensorDataset costs ~4x at batch 64 on this hardware), and the tensors are moved to the
-training device once, before the first epoch. Everything that trains goes through ``fit``:
-the LightningModule defines ``training_step``/``validation_step`` over a tuple of tensors and
-logs ``val_loss``; ``fit`` restores the weights of the best validation epoch.
+Tabular data is small, so batches are slices of tensors held in memory (not a DataLoader),
+and the tensors are moved to the training device once, before the first epoch. Everything
+that trains goes through ``fit``: the LightningModule defines ``training_step``/
+``validation_step`` over a tuple of tensors and logs ``val_loss``; ``fit`` restores the
+weights of the best validation epoch.
 
-Lightning's per-step cost
--------------------------
-At batch 64 an MLP step costs well under a millisecond, so Lightning's per-step machinery is
-visible. Measured on 2 CPU cores (one epoch, 19,020 rows, 2x64 MLP; see
-``bench/training.py``): a ``self.log(..., on_step=False, on_epoch=True)`` inside
-``training_step`` alone costs ~1 ms per step (the result collection is moved to the device on
-every call), more than the step itself; the automatic-optimisation closure and its hooks cost
-another ~0.3 ms, and the remaining per-step hooks ~0.3 ms. :class:`TabularModule` therefore
-uses manual optimisation, accumulates the training loss in a tensor, logs ``train_loss``
-once per epoch, and receives ``group`` (8) mini-batches per Lightning step, running one
-optimiser step per mini-batch (the same updates in the same order). Modules that subclass it
-only define ``loss(batch)`` (and optionally ``val_loss``). Any other LightningModule still
-works with ``fit``, one mini-batch per step, only slower.
+At batch 64 an MLP step costs well under a millisecond, so Lightning's per-step machinery
+(per-step logging, the automatic-optimisation closure, its hooks) would cost more than the
+step itself. :class:`TabularModule` therefore uses manual optimisation, accumulates the
+training loss in a tensor, logs ``train_loss`` once per epoch, and receives ``group`` (8)
+mini-batches per Lightning step, running one optimiser step per mini-batch (the same updates
+in the same order). Modules that subclass it only define ``loss(batch)`` (and optionally
+``val_loss``). Any other LightningModule still works with ``fit``, one mini-batch per step,
+only slower. The costs measured: docs/notebook/training_loops.md.
 """
 
 from __future__ import annotations

@@ -206,8 +206,8 @@ def generator_key(gen: SyntheticGenerator, gen_cfgs: dict | None) -> dict:
 MLP_CODE = code_version("faux.models.mlp", "faux.models.training")
 
 
-#: what a stacked-trained MLP depends on besides MLP_CODE
-STACK_CODE = code_version("faux.models.stacked")
+#: what a stacked-trained MLP depends on besides MLP_CODE (the stack and its epoch loop)
+STACK_CODE = code_version("faux.models.stacked", "faux.models.stack_training")
 
 
 def _mlp_key(key: dict, spec: MLPSpec, seed: int, accelerator: str,
