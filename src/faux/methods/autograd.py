@@ -15,10 +15,7 @@ import torch
 from torch import nn
 
 from faux.errors import ConfigError, DataError, FauxError
-from faux.methods.options import DEFAULT_BATCH_SIZE
-
-OUTPUTS = ("prob", "logit")
-
+from faux.methods.options import DEFAULT_BATCH_SIZE, OUTPUTS
 
 # --------------------------------------------------------------------------- validation
 
@@ -58,6 +55,8 @@ def nonfinite_rows(t: torch.Tensor) -> int:
 
 
 def check_output(output, what: str = "output") -> str:
+    """``output`` when it is one of :data:`faux.methods.options.OUTPUTS`; ConfigError naming
+    ``what`` otherwise."""
     if output not in OUTPUTS:
         raise ConfigError(f"{what}={output!r} is not one of {list(OUTPUTS)}")
     return output

@@ -1,8 +1,12 @@
 """The eight fairness tests of the paper, one class each (name, label, paper row, needs,
-options, audit settings as class attributes; :class:`faux.methods.protocol.Base`), over
-thin adapters to the scorers (``gradients``, ``lic_ub``, ``fta_lin``, ``unfair_map``,
-``fliptest``), and the extensions beyond the paper's table (fAux path, ``path``: A.12's
-successive first-order steps). ``registry`` registers them."""
+options, audit settings as class attributes; :class:`faux.methods.protocol.Base`), and the
+extensions beyond the paper's table (fAux path, ``path``: A.12's successive first-order
+steps). ``registry`` registers them.
+
+The four gradient tests (FTA, fAux, fAux+NG, fAux+IG) hold their formulas here, over the
+pure functions of ``alignment`` and the autograd passes of ``gradient_pass``; the others
+are adapters to their scorers (``lic_ub``, ``fta_lin``, ``unfair_map``, ``fliptest``,
+``path``). Torch is imported inside the methods that run, so the registry loads without it."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from faux.errors import ConfigError
 from faux.methods.options import LicUBOptions, PathOptions, ScoreOptions
 from faux.methods.protocol import Base, Batch, MethodConfig, TrainData
 
@@ -18,7 +23,10 @@ if TYPE_CHECKING:       # torch is imported where a method runs, not when the re
 
 
 class Gradient(Base):
-    """FTA, fAux, fAux+NG, fAux+IG through ``faux.score`` (the aux comes from the study)."""
+    """A test computed from input gradients of the target and (but FTA) the aux, the aux from
+    the study: ``faux.score`` runs :meth:`scores`. A subclass holds its formula in
+    ``combine`` (a pure function of ``faux.methods.alignment``) and, when it reads other
+    than plain input gradients, its pass in ``gradients``."""
 
     score_options = True
 
@@ -40,17 +48,52 @@ class Gradient(Base):
     def score(self, target, batch: Batch, options: ScoreOptions | dict | None = None
               ) -> torch.Tensor:
         """Scores under the config's options, with ``options`` (a variant's) on top."""
-        from faux.methods.gradients import score
-
         o = self.config.options if options is None else self.config.options.replace(
             **(options.as_dict() if isinstance(options, ScoreOptions) else options))
-        return score(self.name, target, self.aux, batch.x, o, target_memo=self._target_memo)
+        return self.scores(target, self.aux, batch.x, o, target_memo=self._target_memo)
 
     def report(self, x0, **options) -> torch.Tensor:
         """Transparency report (eq. 40) from the aux model (see ``transparency.faux_report``)."""
         from faux.methods.transparency import faux_report
 
         return faux_report(self.aux, x0, method=self.name, **options)
+
+    @classmethod
+    def scores(cls, target, aux, x, options: ScoreOptions, *, target_memo: dict | None = None
+               ) -> torch.Tensor:
+        """Per-row scores ``(n,)`` of ``target`` on rows ``x`` (``faux.methods.gradients.score``
+        documents the options, the memo and the errors); ``aux`` is unused (may be None) by a
+        test that does not need one."""
+        from faux.methods.autograd import check_model, check_x, scoring_mode
+        from faux.methods.gradient_pass import checked_options, finished
+
+        o = checked_options(options)
+        x = check_x(x)
+        check_model(target, x, "target")
+        if "aux" in cls.needs:
+            if aux is None:
+                raise ConfigError(f"method {cls.name!r} needs an aux model; pass one (only "
+                                  f"{FTAMethod.name!r} runs without)")
+            check_model(aux, x, "aux")
+        else:
+            aux = None
+        with scoring_mode(target, aux):
+            g_t, w_t, g_a, w_a = cls.gradients(target, aux, x, o, target_memo)
+        return finished(cls.combine(g_t, w_t, g_a, w_a, o), cls.name)
+
+    @staticmethod
+    def gradients(target, aux, x, o: ScoreOptions, memo: dict | None):
+        """``(g_t, w_t, g_a, w_a)``: the target's factored input gradient and the aux's (None
+        without an aux)."""
+        from faux.methods.gradient_pass import aux_gradients, target_gradients
+
+        g_t, w_t = target_gradients(target, x, o, memo)
+        g_a, w_a = aux_gradients(aux, x, o) if aux is not None else (None, None)
+        return g_t, w_t, g_a, w_a
+
+    @staticmethod
+    def combine(g_t, w_t, g_a, w_a, o: ScoreOptions) -> torch.Tensor:
+        raise NotImplementedError
 
 
 class LicUB(Base):
@@ -60,7 +103,6 @@ class LicUB(Base):
     sampler stores dx/dc wherever the reading took it."""
 
     def score(self, target, batch: Batch) -> torch.Tensor:
-        from faux.errors import ConfigError
         from faux.methods.lic_ub import lic_ub, lic_ub_composite
 
         p = LicUBOptions.of(self.config.of(self.name))
@@ -135,8 +177,16 @@ class Flip(Base):
 
 
 class FTAMethod(Gradient):
+    """FTA: the p-norm of the target's input gradient (no aux)."""
+
     name, label, short, paper_row, runs = "fta", "FTA", "FTA", 1, "once"
     audit_threshold, black_box = 0.1, "gradient_norm"
+
+    @staticmethod
+    def combine(g_t, w_t, g_a, w_a, o: ScoreOptions) -> torch.Tensor:
+        from faux.methods.alignment import fta_scores
+
+        return fta_scores(g_t, w_t, o.p)
 
 
 class FTALinMethod(Refit):
@@ -169,12 +219,22 @@ class FlipTestMethod(Flip):
 
 
 class FAuxMethod(Gradient):
+    """fAux (eq. 9): the target's gradient along the aux Jacobian's pseudo-inverse."""
+
     name, label, short, paper_row, transparency = "faux", "fAux", "fAux", 5, True
     needs = frozenset({"target", "aux"})
     audit_threshold, audit_default, black_box = 0.05, True, "pinv_directions"
 
+    @staticmethod
+    def combine(g_t, w_t, g_a, w_a, o: ScoreOptions) -> torch.Tensor:
+        from faux.methods.alignment import faux_scores
+
+        return faux_scores(g_t, w_t, g_a, w_a, o.eps)
+
 
 class FAuxNGMethod(Gradient):
+    """fAux+NG (eq. 10): the largest |cosine| between the normalised gradients."""
+
     name, label, short, paper_row, transparency = "faux_ng", "fAux+NG", "NG", 6, True
     needs = frozenset({"target", "aux"})
     own_options = ("ng",)
@@ -184,12 +244,34 @@ class FAuxNGMethod(Gradient):
     audit_flags = True
     black_box = "gradient_cosine"
 
+    @staticmethod
+    def combine(g_t, w_t, g_a, w_a, o: ScoreOptions) -> torch.Tensor:
+        from faux.methods.alignment import ng_scores
+
+        return ng_scores(g_t, w_t, g_a, w_a, o.ng, inplace=True)
+
 
 class FAuxIGMethod(Gradient):
+    """fAux+IG: eq. 9 on the integrated-gradients attributions of both models."""
+
     name, label, short, paper_row, transparency = "faux_ig", "fAux+IG", "IG", 7, True
     needs = frozenset({"target", "aux"})
     own_options = ("ig_steps", "ig_baseline")
     audit_threshold = 0.05      # integrated gradients need autograd: no black_box
+
+    @staticmethod
+    def gradients(target, aux, x, o: ScoreOptions, memo: dict | None):
+        from faux.methods.gradient_pass import aux_attributions, target_attributions
+
+        g_t, w_t = target_attributions(target, x, o, memo)
+        g_a, w_a = aux_attributions(aux, x, o)
+        return g_t, w_t, g_a, w_a
+
+    @staticmethod
+    def combine(g_t, w_t, g_a, w_a, o: ScoreOptions) -> torch.Tensor:
+        from faux.methods.alignment import faux_scores
+
+        return faux_scores(g_t, w_t, g_a, w_a, o.eps)
 
 
 class LicUBMethod(LicUB):
@@ -262,7 +344,6 @@ class LicUBPathMethod(LicUB):
     needs = frozenset({"target", "dxdc"})
 
     def score(self, target, batch: Batch) -> torch.Tensor:
-        from faux.errors import ConfigError
         from faux.methods.lic_ub import lic_ub_composite
 
         p = LicUBOptions.of(self.config.of(LicUBMethod.name))

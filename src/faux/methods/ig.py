@@ -25,8 +25,6 @@ import torch
 from torch import nn
 
 from faux.errors import ConfigError, DataError
-
-# (duplicates) the same helpers of the autograd core as gradients.py imports
 from faux.methods.autograd import (
     DEFAULT_BATCH_SIZE,
     NonFiniteCounter,
@@ -38,10 +36,8 @@ from faux.methods.autograd import (
     grads_of_outputs,
     scoring_mode,
 )
-from faux.methods.options import ScoreOptions
+from faux.methods.options import BASELINES, IG_METHODS, IGMethod, Output, ScoreOptions
 
-IG_METHODS = ("midpoint", "trapezoid", "gausslegendre")
-BASELINES = ("zeros", "mean")
 PATH_POINTS_PER_CHUNK = 2**18
 #: and at most this many input floats (rows * steps * d): ~64 MB per path tensor on wide inputs
 FLOATS_PER_CHUNK = 2**24
@@ -133,9 +129,10 @@ def ig_attributions(model: nn.Module, x: torch.Tensor, baseline, steps: int, out
     return result.detach(), any_grad
 
 
-def integrated_gradients(model: nn.Module, x: torch.Tensor, baseline="zeros",
+def integrated_gradients(model: nn.Module, x: torch.Tensor, baseline=ScoreOptions.ig_baseline,
                          steps: int = ScoreOptions.ig_steps,
-                         output: str = "logit", method: str = "midpoint",
+                         output: Output = ScoreOptions.aux_output,
+                         method: IGMethod = ScoreOptions.ig_method,
                          batch_size: int = DEFAULT_BATCH_SIZE) -> torch.Tensor:
     """IG attributions of ``model``'s logit (or sigmoid, ``output="prob"``): ``(n, d)``,
     or ``(n, k, d)`` for a model with k > 1 outputs. Rows sum to ~ ``f(x) - f(baseline)``.

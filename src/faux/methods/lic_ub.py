@@ -24,18 +24,20 @@ from torch import nn
 
 from faux.errors import ConfigError, DataError, FauxError
 from faux.methods.autograd import DEFAULT_BATCH_SIZE, check_x, input_gradients
+from faux.methods.options import LIC_AT, LicAt, Output, ScoreOptions
 
-#: where :func:`lic_ub_composite` takes the derivative of ``c -> f_tar(x(c))``
-#: ``mid``: at c = 1/2 (both factors at one point); ``fd``: eq. 17's central finite difference
-#: at c = 1/2 with step :data:`FD_STEP`; ``observed``: at each individual's own c;
-#: ``path``: the mean derivative over :data:`PATH_POINTS` midpoints of [0, 1] (the secant in
-#: the limit, so it ranks the labels by construction: a check of the pipeline, never a test)
-LIC_AT = ("mid", "fd", "observed", "path")
+# LIC_AT (the values of faux.methods.options.LicAt), where :func:`lic_ub_composite` takes
+# the derivative of ``c -> f_tar(x(c))``: ``mid``: at c = 1/2 (both factors at one point);
+# ``fd``: eq. 17's central finite difference at c = 1/2 with step :data:`FD_STEP`;
+# ``observed``: at each individual's own c; ``path``: the mean derivative over
+# :data:`PATH_POINTS` midpoints of [0, 1] (the secant in the limit, so it ranks the labels by
+# construction: a check of the pipeline, never a test)
 FD_STEP = 0.01
 PATH_POINTS = 10
 
 
-def lic_ub(target: nn.Module, x: torch.Tensor, dx_dc: torch.Tensor, output: str = "prob",
+def lic_ub(target: nn.Module, x: torch.Tensor, dx_dc: torch.Tensor,
+           output: Output = ScoreOptions.output,
            batch_size: int = DEFAULT_BATCH_SIZE) -> torch.Tensor:
     """``|grad f_tar(x) . dx_dc|`` per row, shape ``(n,)``.
 
@@ -69,7 +71,7 @@ def _value(target: nn.Module, x: torch.Tensor, output: str) -> torch.Tensor:
 
 
 def lic_ub_composite(target: nn.Module, x_of_c: Callable[[torch.Tensor], torch.Tensor],
-                     c: torch.Tensor, at: str = "mid", output: str = "logit",
+                     c: torch.Tensor, at: LicAt = "mid", output: Output = "logit",
                      fd_step: float = FD_STEP, path_points: int = PATH_POINTS,
                      batch_size: int = DEFAULT_BATCH_SIZE) -> torch.Tensor:
     """``|d/dc f_tar(x(c))|`` per row, shape ``(n,)``, from the map ``x_of_c``.

@@ -63,9 +63,7 @@ from faux.methods.autograd import (
     forward_logits,
     scoring_mode,
 )
-
-#: what the aux's outputs are (see the module docstring)
-AUX_KINDS = ("logit", "softmax", "regression")
+from faux.methods.options import AUX_KINDS, AuxKind, Output, PathOptions, ScoreOptions
 
 
 @dataclass
@@ -97,7 +95,8 @@ def check_steps(steps) -> int:
     return int(steps)
 
 
-def support_box(x_train, margin: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+def support_box(x_train, margin: float = PathOptions.margin
+                ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-feature ``[min - margin * range, max + margin * range]`` of the training rows."""
     if isinstance(margin, bool) or not isinstance(margin, int | float) or not margin >= 0:
         raise ConfigError(f"faux_path margin must be a number >= 0, got {margin!r}; e.g. 0.1")
@@ -221,8 +220,9 @@ def _chunk(target, target_fn, aux, x0, steps, output, aux_kind, sd, box, trace) 
     return pick
 
 
-def path_effect(target: nn.Module | None, aux: nn.Module, x, *, steps: int = 8,
-                output: str = "prob", aux_kind: str = "logit", sd: float | None = None,
+def path_effect(target: nn.Module | None, aux: nn.Module, x, *, steps: int = PathOptions.steps,
+                output: Output = ScoreOptions.output, aux_kind: AuxKind = PathOptions.aux_kind,
+                sd: float | None = PathOptions.sd,
                 support: tuple[torch.Tensor, torch.Tensor] | None = None,
                 target_fn: Callable[[np.ndarray], np.ndarray] | None = None,
                 trace: bool = False, batch_size: int = DEFAULT_BATCH_SIZE) -> PathResult:

@@ -17,8 +17,7 @@ import torch
 from torch import nn
 
 from faux.errors import ConfigError, DataError
-
-# (duplicates) the same helpers of the autograd core as gradients.py imports
+from faux.methods.alignment import check_aux_not_constant, normalise_gradients
 from faux.methods.autograd import (
     DEFAULT_BATCH_SIZE,
     apply_weights,
@@ -29,21 +28,21 @@ from faux.methods.autograd import (
     input_grads,
     scoring_mode,
 )
-from faux.methods.gradients import check_aux_not_constant, normalise_gradients
 from faux.methods.ig import ig_attributions
-from faux.methods.options import ScoreOptions
+from faux.methods.options import IGMethod, NGReading, Output, ScoreOptions
 
 REPORT_METHODS = ("faux", "faux_ng", "faux_ig")
 
 
 def faux_report(aux: nn.Module, x0: torch.Tensor, method: str = "faux", *,
-                output: str = "logit", ng: str = "sample", ig_steps: int = ScoreOptions.ig_steps,
-                ig_baseline="zeros", ig_method: str = "midpoint",
+                output: Output = ScoreOptions.aux_output, ng: NGReading = "sample",
+                ig_steps: int = ScoreOptions.ig_steps, ig_baseline=ScoreOptions.ig_baseline,
+                ig_method: IGMethod = ScoreOptions.ig_method,
                 batch_size: int = DEFAULT_BATCH_SIZE) -> torch.Tensor:
     """Feature scores ``(d,)`` (``(k, d)`` for an aux with k > 1 outputs) from the aux model.
 
-    ``output`` is the aux output differentiated (default "logit", as ``aux_output`` in
-    ``faux.score``). ``ng`` (for "faux_ng") defaults to "sample" (unit-norm rows): the
+    ``output`` is the aux output differentiated (as ``aux_output`` in ``faux.score``). ``ng``
+    (for "faux_ng") defaults to "sample" (unit-norm rows), not ``faux.score``'s default: the
     per-feature reading divides each feature by its own spread, which would erase the
     feature-magnitude information a ranking needs (a linear aux would rank all features
     equal).
