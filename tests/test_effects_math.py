@@ -153,7 +153,7 @@ def test_categorical_protected_attribute_moves_the_margin_by_its_group_gap():
 
     gaps = E.group_gaps(aux, z, c, "categorical")
     ct = torch.tensor(c)
-    for d in E.directions(aux, z, ct, "categorical", gaps):
+    for d in E.directions(z, ct, "categorical", gaps):
         cf = E.counterfactual(aux, z, ct, "categorical", gaps, cont_layout(3), np.zeros(3),
                               np.ones(3), direction=d)
         before = E.aux_scalar(aux(z), ct, d.level)
@@ -171,7 +171,7 @@ def test_continuous_protected_attribute_moves_by_the_slope_both_ways():
     gaps = E.group_gaps(aux, z, c, "continuous")
     slope = np.polyfit(c, z[:, 0].numpy(), 1)[0]
     assert gaps["slope"] == pytest.approx(slope, rel=1e-9)
-    ds = E.directions(aux, z, torch.tensor(c), "continuous", gaps)
+    ds = E.directions(z, torch.tensor(c), "continuous", gaps)
     assert len(ds) == 2 and torch.allclose(ds[0].shift, -ds[1].shift)
 
 

@@ -54,7 +54,7 @@ class EffectPass:
         self.pool = np.sort(np.abs(self.null_dp).reshape(-1))
         self.null_flags = fx.verdict(p, p_cf, settings.decision_threshold,
                                      settings.materiality)["flagged"]
-        self.directions = len(fx.directions(None, zt[:1], ci[:1], self.kind, self.gaps[0]))
+        self.directions = len(fx.directions(zt[:1], ci[:1], self.kind, self.gaps[0]))
         self.s_effect = np.full(self.n_sample, np.nan)
         self.n = self.n_flag = self.n_change = self.n_off = self.n_unreach = 0
         self.abs_sum = 0.0

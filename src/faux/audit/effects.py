@@ -39,6 +39,7 @@ from torch import nn
 
 from faux.audit.effect_defaults import STEPS, SUPPORT_MARGIN
 from faux.errors import ConfigError
+from faux.methods.first_order import min_norm_step, outside, scalar_gradient, widened_range
 
 ONE_HOT_SEPARATORS = ("_", "=")
 
@@ -128,7 +129,7 @@ def aux_scalar(out: torch.Tensor, own: torch.Tensor | None, level: int | None) -
     return out[:, level] - out.gather(1, own.reshape(-1, 1))[:, 0]
 
 
-def directions(aux: nn.Module, z: torch.Tensor, c_index: torch.Tensor, kind: str,
+def directions(z: torch.Tensor, c_index: torch.Tensor, kind: str,
                gaps: dict | None = None) -> list[Direction]:
     """The counterfactual moves of rows ``z`` with protected levels ``c_index`` (binary 0/1,
     categorical level index, continuous standardised value). ``gaps``: the group differences
@@ -300,14 +301,11 @@ def _path(aux, z, own, level, target, steps, mask, reach=None):
         start = _scalar_of(aux, z, own, level)
     step = (target - start) / steps
     for _ in range(steps):
-        with torch.enable_grad():
-            zz = z.detach().requires_grad_(True)
-            (g,) = torch.autograd.grad(_scalar_of(aux, zz, own, level).sum(), zz)
+        g = scalar_gradient(lambda t: _scalar_of(aux, t, own, level), z)
         g = torch.where(mask, g, torch.zeros_like(g))
-        nn2 = (g * g).sum(dim=1)
-        ok = nn2 > 1e-12
+        ok = (g * g).sum(dim=1) > 1e-12
         stuck |= ~ok & (step != 0)
-        move = torch.where(ok, step / torch.where(ok, nn2, 1.0), 0.0)[:, None] * g
+        move = min_norm_step(g, step, ok)
         if left is not None:
             size = move.norm(dim=1)
             scale = torch.where(size > left, left / torch.where(size > 0, size, 1.0), 1.0)
@@ -390,7 +388,7 @@ def counterfactual(aux: nn.Module, z: torch.Tensor, c_index: torch.Tensor, kind:
     features in standardised units (None: no support check)."""
     if int(steps) < 1:
         raise ConfigError(f"the counterfactual path needs at least 1 step, got {steps}")
-    d = direction if direction is not None else directions(aux, z, c_index, kind, gaps)[0]
+    d = direction if direction is not None else directions(z, c_index, kind, gaps)[0]
     own = c_index.long() if kind == "categorical" else None
     xm = torch.as_tensor(x_mean, dtype=z.dtype, device=z.device)
     xs = torch.as_tensor(x_scale, dtype=z.dtype, device=z.device)
@@ -409,19 +407,15 @@ def counterfactual(aux: nn.Module, z: torch.Tensor, c_index: torch.Tensor, kind:
         z1, sign * (target - now) > 0)
     off = torch.zeros(z.shape[0], dtype=torch.bool, device=z.device)
     if lo is not None and mask.any():
-        lo_t = torch.as_tensor(lo, dtype=z.dtype, device=z.device)
-        hi_t = torch.as_tensor(hi, dtype=z.dtype, device=z.device)
-        out = ((z2 < lo_t) | (z2 > hi_t)) & mask
-        off = out.any(dim=1)
+        off = outside(z2, torch.as_tensor(lo, dtype=z.dtype, device=z.device),
+                      torch.as_tensor(hi, dtype=z.dtype, device=z.device), mask)
     return Counterfactual(z2, moved, off, stuck & (d.shift != 0))
 
 
 def support_box(z_sample: np.ndarray, margin: float = SUPPORT_MARGIN):
     """Per-feature [min, max] of the sample in standardised units, widened by ``margin`` of
     the range on each side."""
-    lo, hi = z_sample.min(axis=0), z_sample.max(axis=0)
-    w = (hi - lo) * float(margin)
-    return lo - w, hi + w
+    return widened_range(z_sample.min(axis=0), z_sample.max(axis=0), margin)
 
 
 def effects(proba, auxes, gaps, z: torch.Tensor, c_index: torch.Tensor, kind: str,
@@ -446,7 +440,7 @@ def effects(proba, auxes, gaps, z: torch.Tensor, c_index: torch.Tensor, kind: st
         cfs.append([counterfactual(aux, z, c_index, kind, gap, layout, xm, xs, steps=steps,
                                    lo=lo, hi=hi, direction=d, contrasts=contrasts,
                                    reach=reach)
-                    for d in directions(aux, z, c_index, kind, gap)])
+                    for d in directions(z, c_index, kind, gap)])
     z0 = z.double().cpu().numpy()
     base = z0 * xs + xm if x is None else np.asarray(x, dtype=np.float64)
     rows = [base] + [exact_rows(base, cf.z.double().cpu().numpy() - z0, xs, layout)

@@ -54,6 +54,7 @@ import torch
 from torch import nn
 
 from faux.errors import ConfigError, FauxError
+from faux.methods.alignment import row_factor
 from faux.methods.autograd import (
     DEFAULT_BATCH_SIZE,
     check_batch_size,
@@ -63,6 +64,7 @@ from faux.methods.autograd import (
     forward_logits,
     scoring_mode,
 )
+from faux.methods.first_order import min_norm_step, outside, scalar_gradient, widened_range
 from faux.methods.options import AUX_KINDS, AuxKind, Output, PathOptions, ScoreOptions
 
 
@@ -101,9 +103,7 @@ def support_box(x_train, margin: float = PathOptions.margin
     if isinstance(margin, bool) or not isinstance(margin, int | float) or not margin >= 0:
         raise ConfigError(f"faux_path margin must be a number >= 0, got {margin!r}; e.g. 0.1")
     xt = check_x(x_train).detach()
-    lo, hi = xt.amin(dim=0), xt.amax(dim=0)
-    pad = float(margin) * (hi - lo)
-    return lo - pad, hi + pad
+    return widened_range(xt.amin(dim=0), xt.amax(dim=0), margin)
 
 
 def _candidates(out0: torch.Tensor, aux_kind: str, sd: float | None):
@@ -142,28 +142,27 @@ def _walk(aux: nn.Module, x0: torch.Tensor, U: torch.Tensor, goal: torch.Tensor,
     u = U.reshape(n * m, k)
     delta = ((goal - h0) / steps).reshape(n * m)
     moved = valid.reshape(n * m).clone()
-    outside = torch.zeros(n * m, dtype=torch.bool, device=x0.device)
+    off = torch.zeros(n * m, dtype=torch.bool, device=x0.device)
+
+    def h(t):
+        return (forward_logits(aux, t, "aux", d) * u).sum(dim=1)
+
     points = []
     for step in range(steps):
-        xg = xs.detach().requires_grad_(True)
-        h = (forward_logits(aux, xg, "aux", d) * u).sum(dim=1)
-        (g,) = torch.autograd.grad(h.sum(), xg)
-        # g / (g.g) as gh / (w gh.gh) with gh = g / w, w = max |g_i|: no underflow in squares
-        w = g.abs().amax(dim=1)
-        gh = g / torch.where(w > 0, w, 1).unsqueeze(1)
+        # the gradient as a row factor w = max |g_i| times gh: no underflow in its square
+        gh, w = row_factor(scalar_gradient(h, xs))
         ok = (w > 0) & torch.isfinite(w)
-        scale = torch.where(ok, delta / torch.where(ok, w * (gh * gh).sum(dim=1), 1), 0)
-        nxt = xs + scale.unsqueeze(1) * gh
+        nxt = xs + min_norm_step(gh, delta, ok, w)
         ok &= torch.isfinite(nxt).all(dim=1)
         moved &= ok
         xs = torch.where(moved.unsqueeze(1), nxt, xs).detach()
         if box is not None:
-            outside |= moved & ((xs < box[0]) | (xs > box[1])).any(dim=1)
+            off |= moved & outside(xs, box[0], box[1])
         if keep and step < steps - 1:
             points.append(xs.view(n, m, d))
     with torch.no_grad():
-        h_end = (forward_logits(aux, xs, "aux", d) * u).sum(dim=1)
-    return (xs.view(n, m, d), moved.view(n, m), outside.view(n, m), h_end.view(n, m), points)
+        h_end = h(xs)
+    return (xs.view(n, m, d), moved.view(n, m), off.view(n, m), h_end.view(n, m), points)
 
 
 def _target_values(target, target_fn, x: torch.Tensor, output: str) -> torch.Tensor:
