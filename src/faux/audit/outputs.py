@@ -9,10 +9,10 @@ succeeded. A disk that fills while the outputs are written raises ``OutputError`
 the folder and the space left there) with nothing left behind. Folders and files are
 created with the user's umask.
 
-The JSON files are written through ``_write_json_atomic`` rather than
-``faux.harness.results.write_json_atomic``: the audit's temporaries must be named
-``<name>.*.tmp`` (a concurrent audit recognises and skips them), take the user's umask and
-fail with the ``OSError`` that ``OutputError`` reports."""
+The JSON files are written atomically through ``faux.harness.files`` with the audit's own
+choices: temporaries named ``<name>.*.tmp`` (a concurrent audit recognises and skips them)
+and the user's umask; a full disk is an ``OSError`` of the original errno naming the file,
+which ``OutputError`` reports."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ from faux.audit.interrupts import (
 )
 from faux.audit.writing import DISK_FULL, dir_mode, disk_full_message, file_mode, folder_size
 from faux.errors import ConfigError, FauxError
+from faux.harness.files import write_json_atomic
 
 SUMMARY_SCHEMA = 1  # version of summary.json's layout, also recorded in the marker
 MARKER = ".faux-audit.json"  # marks a folder as an audit's output and lists its files
@@ -143,17 +144,10 @@ def _inspect_out_unchecked(out: Path, files, force: bool) -> set[str] | None:
 
 
 def _write_json_atomic(path: Path, obj) -> None:
-    """``obj`` as JSON at ``path``, through a uniquely named temporary file beside it."""
-    fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, file_mode())  # mkstemp's 0600, as open() would create it
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=2)
-        os.replace(name, path)
-    except BaseException:
-        with _suppress_oserror():
-            os.unlink(name)
-        raise
+    """``obj`` as JSON at ``path`` (``faux.harness.files.write_json_atomic``), the temporary
+    file named ``<name>.*.tmp`` (a concurrent audit skips it) and the file given the user's
+    umask, as ``open()`` would create it."""
+    write_json_atomic(path, obj, mode=file_mode(), prefix=f"{path.name}.")
 
 
 @contextmanager

@@ -13,15 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-CHUNK = 1 << 20
-
-
-def file_sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+from faux.harness.files import file_sha256
 
 
 def frame_sha256(frame: pd.DataFrame, extra: dict | None = None) -> str:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from faux.errors import DataError
+from faux.harness.files import file_sha256 as sha256_of
 
 log = logging.getLogger("faux.data")
 
@@ -48,14 +49,6 @@ class DownloadError(DataError):
     def __init__(self, message: str, reason: str):
         super().__init__(message)
         self.reason = reason
-
-
-def sha256_of(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def verify_file(path: str | os.PathLike, sha256: str) -> Path:

@@ -16,10 +16,10 @@ running code: such an entry is reported as corrupt and rebuilt.
 One build per key: :meth:`Cache.get_or_build` holds an exclusive lock on the key
 (``<root>/locks/entries/<kind>-<key>.lock``, ``fcntl.flock``) around check, build and write,
 so concurrent jobs that need the same artifact train it once; the others wait and load it.
-:meth:`Cache.lock` gives a named lock (``<root>/locks/<name>.lock``) for other shared builds. Writes go to a temporary
-file in the same folder, then ``os.replace`` (atomic on POSIX); temporary files left by
-killed writers are removed when a cache is opened once they are older than
-``stale_tmp_hours``.
+:meth:`Cache.lock` gives a named lock (``<root>/locks/<name>.lock``) for other shared
+builds. Writes go to a temporary file in the same folder, then a rename
+(``faux.harness.files.write_atomic``); temporary files left by killed writers are removed
+when a cache is opened once they are older than ``stale_tmp_hours``.
 
 Root: the ``root`` argument, else ``$FAUX_CACHE_DIR``, else ``outputs/cache``.
 """
@@ -34,11 +34,12 @@ import io
 import json
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+from faux.harness.files import file_sha256, write_atomic
 
 log = logging.getLogger("faux.cache")
 
@@ -62,11 +63,7 @@ def file_checksum(path: str | os.PathLike) -> str:
     st = p.stat()
     k = (str(p), st.st_size, st.st_mtime_ns)
     if k not in _FILE_SUMS:
-        h = hashlib.sha256()
-        with open(p, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        _FILE_SUMS[k] = h.hexdigest()
+        _FILE_SUMS[k] = file_sha256(p)
     return _FILE_SUMS[k]
 
 
@@ -243,29 +240,11 @@ def _flock(path: Path, blocking: bool = True) -> Iterator[bool]:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    """``data`` to a temporary file beside ``path``, fsync, rename: readers see the old file or
-    the new one. A full disk raises ``faux.harness.disk.DiskFull`` naming ``path`` (the
-    temporary file removed)."""
-    from faux.harness.disk import raise_if_full
-
+    """``data`` at ``path`` (its folder made), atomically (``faux.harness.files``): readers
+    see the old entry or the new one; a full disk raises ``faux.harness.disk.DiskFull``
+    naming ``path``. Mode 0o644: entries are shared between users."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-    except OSError as exc:
-        raise_if_full(exc, path)
-        raise
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; entries are shared between users
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise_if_full(exc, path)
-        raise
+    write_atomic(path, data)
 
 
 class Cache:

@@ -109,8 +109,9 @@ def config_yaml_key(path: Path, data_sha256: str | None) -> dict:
     """The cache key of a job folder's config hash: the bytes of its ``.hydra/config.yaml``,
     the data checksum, the faux code (read by ``faux.reports.sweep.stored_config_hash``)."""
     from faux.harness.cache import package_version
+    from faux.harness.files import file_sha256
 
-    return {"config_yaml": hashlib.sha256(Path(path).read_bytes()).hexdigest(),
+    return {"config_yaml": file_sha256(path),
             "data": data_sha256, "code": package_version()}
 
 

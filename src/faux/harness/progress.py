@@ -31,7 +31,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from faux.harness.disk import is_full, raise_if_full
+from faux.harness.files import write_json_atomic
 
 EVENTS_DIR = ".progress"
 MODES = ("auto", "rich", "plain", "off")
@@ -538,25 +538,15 @@ def stop_for_interrupt() -> tuple[int, int | None] | None:
 
 
 def write_event(events_dir: Path, event: dict) -> Path:
-    """Write one job's event atomically: a temporary file of its own (``tempfile.mkstemp``
-    in the folder, so no two writers share one), then a rename."""
+    """Write one job's event atomically (``faux.harness.files.write_atomic``: a temporary
+    file of its own in the folder, so no two writers share one, then a rename)."""
     path = events_dir / f"{event['num']}.json"
     try:
         events_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=events_dir, prefix=f".{event['num']}.", suffix=".tmp")
     except OSError as exc:
         raise_if_full(exc, path)
         raise
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(event, default=str))
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise_if_full(exc, path)
-        raise
-    return path
+    return write_json_atomic(path, event, indent=None, default=str)
 
 
 def read_events(events_dir: Path) -> list[dict]:

@@ -17,10 +17,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 
-from faux.harness.disk import raise_if_full
+from faux.harness import files
 from faux.harness.identity import config_yaml_key
 
 log = logging.getLogger("faux.run")          # the job's own log (run.log)
@@ -49,40 +48,11 @@ def finished(out_dir: Path, chash: str) -> dict | None:
 
 
 def write_json_atomic(path: Path, obj: dict) -> None:
-    """Write ``obj`` to a temporary file of its own (``tempfile.mkstemp`` in the same folder:
-    two processes writing one path never share it), fsync it, rename it over ``path``, fsync
-    the folder: after a crash ``path`` holds the old or the new content, never a part, and of
-    two concurrent writers the last rename wins whole. A full disk raises
-    ``faux.harness.disk.DiskFull`` naming ``path`` (the temporary file removed)."""
-    path = Path(path)
-    text = json.dumps(obj, indent=2, default=float)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    except OSError as exc:
-        raise_if_full(exc, path)
-        raise
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)       # mkstemp makes 0600; results are read by other users
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise_if_full(exc, path)
-        raise
-    try:
-        dfd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
+    """``obj`` as indented JSON at ``path``, atomically and durably
+    (``faux.harness.files.write_atomic``: a temporary file of its own, fsynced, renamed over
+    ``path``, the folder fsynced; after a crash ``path`` holds the old or the new content,
+    never a part). A full disk raises ``faux.harness.disk.DiskFull`` naming ``path``."""
+    files.write_json_atomic(path, obj, default=float, suffix=".part", sync_dir=True)
 
 
 def remember_config_hash(out_dir: Path, data_sha256: str | None, chash: str,
