@@ -178,7 +178,7 @@ def _add_verdict(a) -> None:
 def _add_aux(a) -> None:
     """The aux models, the views, the sample, the batches and the progress."""
     from faux.audit.settings import DEFAULTS as D
-    from faux.audit.settings import FD_STEP_LOW_WARN, FD_STEP_MAX, FD_STEP_WARN
+    from faux.audit.settings import FD_SCORES, FD_STEP_LOW_WARN, FD_STEP_MAX, FD_STEP_WARN
 
     a.add_argument("--aux", choices=["mlp", "adel"], default=D.aux,
                    help="aux model of the protected attribute: an MLP (default) or the Adel "
@@ -211,6 +211,10 @@ def _add_aux(a) -> None:
                    f"deviations of the features (default {D.fd_step:g}); must be above 0 and at most "
                    f"{FD_STEP_MAX:g}, with a warning above {FD_STEP_WARN:g} (coarse) or below "
                    f"{FD_STEP_LOW_WARN:g} (float32 rounding)")
+    a.add_argument("--fd-scores", choices=list(FD_SCORES), default=D.fd_scores,
+                   help="black-box models under --verdict effect: finite-difference scores "
+                   "(diagnostics, 2k + 2d model calls per row) of the --sample rows only "
+                   f"(NaN for the others) or of all rows (default {D.fd_scores})")
     a.add_argument("--seed", type=int, default=D.seed,
                    help=f"seed of the sample and the aux model (default {D.seed})")
     a.add_argument("--no-progress", action="store_true",
@@ -299,7 +303,7 @@ def _main(argv=None) -> int:
                         max_flagged_rate=args.max_flagged_rate,
                         protected_type=(args.protected_type[0] if len(args.protected_type) == 1
                                         else args.protected_type),
-                        fd_step=args.fd_step, seed=args.seed,
+                        fd_step=args.fd_step, fd_scores=args.fd_scores, seed=args.seed,
                         out_dir=args.out, trust_pickle=args.trust_pickle,
                         trusted_types=args.trust_type, force=args.force,
                         progress=False if args.no_progress else None, alpha=args.alpha,

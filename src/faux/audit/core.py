@@ -83,6 +83,7 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
           fail_above: float | None = DEFAULTS.fail_above,
           max_flagged_rate: float | None = DEFAULTS.max_flagged_rate,
           protected_type: str = DEFAULTS.protected_type, fd_step: float = DEFAULTS.fd_step,
+          fd_scores: str = DEFAULTS.fd_scores,
           seed: int = DEFAULTS.seed, trust_pickle: bool = DEFAULTS.trust_pickle,
           trusted_types=DEFAULTS.trusted_types, progress: bool | None = DEFAULTS.progress,
           report: bool = DEFAULTS.report, force: bool = DEFAULTS.force,
@@ -160,6 +161,11 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
         Black boxes' finite-difference step, in standard deviations of the features, in
         (0, ``FD_STEP_MAX``]; a warning above ``FD_STEP_WARN`` or below
         ``FD_STEP_LOW_WARN``.
+    fd_scores : {"sample", "all"}, default "sample"
+        Black boxes under the effect verdict: the finite-difference scores (diagnostics,
+        2k + 2d model calls per row) of the ``sample`` rows only (NaN for the other rows;
+        the counts above thresholds, top rows and plots are the sample's), or of ``all``
+        rows. Torch and converted models, and ``verdict="score"``, score every row.
     seed : int, default 0
         Seed of the sample, the aux models and the intervals.
     out_dir : str or path, optional

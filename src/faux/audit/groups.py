@@ -298,10 +298,12 @@ def _edges(scores: np.ndarray) -> np.ndarray:
 
 
 def add_batch(views: list[View], b, s_primary: dict, flagged, exceed, primary_labels,
-              methods, alpha: float, view_flags: dict | None = None) -> dict:
+              methods, alpha: float, view_flags: dict | None = None,
+              scores: dict | None = None) -> dict:
     """Count a scored batch into every view; returns the other views' score columns
     (``<method>:<view>``). The primary view reuses the audit's scores, flags and groups;
-    ``view_flags``: a view's flags by name where the effect verdict decides them."""
+    ``view_flags``: a view's flags by name where the effect verdict decides them;
+    ``scores``: a view's scores by name where they are given (else scored here)."""
     m0 = methods[0]
     cols = {}
     view_flags = view_flags or {}
@@ -309,7 +311,7 @@ def add_batch(views: list[View], b, s_primary: dict, flagged, exceed, primary_la
         if i == 0:
             v.stats.add(primary_labels, s_primary[m0], flagged, exceed)
             continue
-        s = v.scorer.score(b.x)
+        s = scores[v.name] if scores and v.name in scores else v.scorer.score(b.x)
         e = None
         if v.name in view_flags:
             f = view_flags[v.name]

@@ -159,6 +159,8 @@ def _settings_rows(s) -> list[tuple[str, str]]:
     mode = (sc["mode"] if m["differentiable"] else
             f"black box: central finite differences, step {sc['fd_step_std']} standard "
             f"deviations, {sc['model_calls_per_row']} model calls per row")
+    if sc.get("rows_scored_are") == "sample":
+        mode += f" scored, of the {sc['rows_scored']:,} sample rows (--fd-scores sample)"
     rows = [("model", m["source"])]
     if m.get("file"):
         loader = m.get("loader") or "?"

@@ -23,7 +23,7 @@ PLOT_SAMPLE = 200_000  # scores kept for the plots
 
 def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar, *,
                batch_size, seed, keep, bh_null=None, alpha=ALPHA, views=(), passes=(),
-               label=None, observers=None):
+               label=None, observers=None, sampled=None):
     """One pass over the data: scores, flags, counts per group, the top rows, the plot
     sample, the group views' statistics and scores (``faux.audit.groups``). With ``bh_null``
     (the first method's sorted null scores) the rows' p-values are counted per exceedance
@@ -34,10 +34,13 @@ def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar,
     ``OutcomePass``, a ``RowValues``, the model's probability function, a ``Missing`` or
     None), fed every batch (``label``: the label column to read for the outcomes, or None);
     with a ``Missing`` the batches' NaN are filled in for everything but the model's own
-    calls (``faux.audit.missing``)."""
+    calls (``faux.audit.missing``). ``sampled`` (a ``SampleScores``): the scores are the
+    sample rows' (computed before the pass), NaN for every other row, and no score is computed
+    here but the views' that flag by their score (the intersection)."""
     from faux.audit.groups import add_batch
 
-    tally = _Tally(methods, sc.n_rows, seed, bh_null, keep)
+    tally = _Tally(methods, sc.n_rows, seed, bh_null, keep,
+                   None if sampled is None else len(sampled.rows))
     writer = _Writer(tmp)
     advance = bar.start("scoring", sc.n_rows)
     t0 = time.perf_counter()
@@ -45,7 +48,12 @@ def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar,
         for raw in source.batches(feats, c_cols, label, batch_size):
             missing = observers[3] if observers is not None else None
             b = raw if missing is None else missing.batch(raw)
-            s = scorer.score(b.x)
+            given = None
+            if sampled is None:
+                s = scorer.score(b.x)
+            else:
+                given = sampled.of(b)
+                s = given.pop(views[0].name)
             groups = sc.protected.group_labels(b.c)
             e, flagged = tally.flags(s, thresholds, alpha)
             eff_cols, view_flags = {}, {}
@@ -59,7 +67,7 @@ def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar,
                 outcome.add(raw, eff_cols["p"] if "p" in eff_cols else proba(raw.x))
                 row_values.add(raw)
             extra = add_batch(views, b, s, flagged, e, groups, methods, alpha,
-                              view_flags) if views else {}
+                              view_flags, scores=given) if views else {}
             tally.add(b, s, groups, flagged, e, thresholds)
             frame = pd.DataFrame({"row_id": np.arange(b.start, b.start + len(flagged)),
                                   **{m: s[m] for m in methods}, "flagged": flagged,
@@ -70,6 +78,37 @@ def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar,
     finally:
         writer.close()
     return tally.finish(time.perf_counter() - t0, alpha)
+
+
+class SampleScores:
+    """Every view's diagnostic scores of the sample rows (``row ids``, sorted), for a pass
+    that computes none itself: a batch's rows in the sample get theirs, the others NaN."""
+
+    def __init__(self, rows: np.ndarray, scores: dict[str, dict[str, np.ndarray]]):
+        self.rows, self.scores = np.asarray(rows), scores
+
+    def of(self, b) -> dict[str, dict[str, np.ndarray]]:
+        """``{view: {method: (len(b),) scores}}`` of batch ``b`` (rows from ``b.start``)."""
+        ids = b.start + np.arange(len(b.x))
+        pos = np.minimum(np.searchsorted(self.rows, ids), len(self.rows) - 1)
+        hit = self.rows[pos] == ids
+        out = {}
+        for view, by_method in self.scores.items():
+            out[view] = {}
+            for m, v in by_method.items():
+                a = np.full(len(ids), np.nan)
+                a[hit] = v[pos[hit]]
+                out[view][m] = a
+        return out
+
+
+def sample_scores(views, sc, batch_size: int) -> SampleScores:
+    """The diagnostic scores of the sample rows ``sc.x`` by the scorer of every view whose
+    flags are not its scores' (each attribute's: the effect verdict flags its rows)."""
+    from faux.audit.scoring import score_rows
+
+    return SampleScores(sc.sample_rows, {v.name: score_rows(v.scorer, sc.x, batch_size)
+                                         for v in views if v.kind == "attribute"})
 
 
 class _Writer:
@@ -99,15 +138,19 @@ class _Tally:
     group (and their null exceedances for Benjamini-Hochberg), the top flagged rows, the
     plot sample and, in memory, the score frames."""
 
-    def __init__(self, methods, n_rows: int, seed: int, bh_null, keep: bool):
+    def __init__(self, methods, n_rows: int, seed: int, bh_null, keep: bool,
+                 n_sample: int | None = None):
         self.methods, self.primary, self.n_rows = list(methods), methods[0], n_rows
+        # the sample's scores only (NaN elsewhere): counts, top rows and plots over those
+        self.sampled = n_sample is not None
+        self.n_scored = 0
         self.bh_null = bh_null
         self.n_null = 0 if bh_null is None else len(bh_null)
         self.hist = np.zeros(self.n_null + 1, dtype=np.int64)
         self.group_hist: dict[str, np.ndarray] = {}
         self.above = dict.fromkeys(methods, 0)
         self.rng = np.random.default_rng(seed + 1)
-        self.keep_p = min(1.0, PLOT_SAMPLE / n_rows)
+        self.keep_p = min(1.0, PLOT_SAMPLE / (n_rows if n_sample is None else max(n_sample, 1)))
         self.plot = {m: [] for m in methods}
         self.plot["group"] = []
         self.mem = [] if keep else None
@@ -117,14 +160,22 @@ class _Tally:
 
     def flags(self, s, thresholds, alpha):
         """The rows' null exceedances (Benjamini-Hochberg, else None) and score flags."""
+        scored = self._scored(s)
+        self.n_scored += len(s[self.primary]) if scored is None else int(scored.sum())
         if self.bh_null is None:
             return None, s[self.primary] > thresholds[self.primary]
         # exceedances: null scores at or above each row's
         e = self.n_null - np.searchsorted(self.bh_null, s[self.primary], side="left")
-        self.hist += np.bincount(e, minlength=self.n_null + 1)
-        return e, (1 + e) / (self.n_null + 1) <= alpha
+        self.hist += np.bincount(e if scored is None else e[scored], minlength=self.n_null + 1)
+        flagged = (1 + e) / (self.n_null + 1) <= alpha
+        return e, flagged if scored is None else flagged & scored
+
+    def _scored(self, s):
+        """The rows with scores (None: all, outside a sampled pass)."""
+        return ~np.isnan(s[self.primary]) if self.sampled else None
 
     def add(self, b, s, groups, flagged, e, thresholds) -> None:
+        scored = self._scored(s)
         for m in self.methods:
             self.above[m] += int((s[m] > thresholds[m]).sum())
         self.n_flag += int(flagged.sum())
@@ -135,9 +186,12 @@ class _Tally:
             cnt[1] += int(flagged[g_inv == j].sum())
             if self.bh_null is not None:
                 gh = self.group_hist.setdefault(g, np.zeros(self.n_null + 1, dtype=np.int64))
-                gh += np.bincount(e[g_inv == j], minlength=self.n_null + 1)
-        self._top(b, s[self.primary], groups, flagged)
+                here = g_inv == j if scored is None else (g_inv == j) & scored
+                gh += np.bincount(e[here], minlength=self.n_null + 1)
+        self._top(b, s[self.primary], groups, flagged if scored is None else flagged & scored)
         sel = self.rng.random(len(flagged)) < self.keep_p
+        if scored is not None:
+            sel &= scored
         for m in self.methods:
             self.plot[m].append(s[m][sel])
         self.plot["group"].append(groups[sel].astype(str))
@@ -165,7 +219,7 @@ class _Tally:
         top = sorted(self.heap, key=lambda t: -t[0])
         bh = None
         if self.bh_null is not None:
-            cut = _bh_cut(self.hist, self.n_rows, alpha)
+            cut = _bh_cut(self.hist, self.n_scored, alpha)
             t_bh = float(self.bh_null[self.n_null - cut - 1]) if cut >= 0 else math.inf
             flagged = {g: int(self.group_hist[g][:cut + 1].sum()) for g in by_group}
             bh_groups = {g: {"rows": v["rows"], "flagged": flagged[g],
@@ -173,7 +227,8 @@ class _Tally:
                          for g, v in by_group.items()}
             bh = {"threshold": t_bh, "flagged": int(self.hist[:cut + 1].sum()),
                   "by_group": bh_groups}
-        return (self.n_flag, by_group, top, plot_scores, scores, t_score, self.above, bh)
+        return (self.n_flag, by_group, top, plot_scores, scores, t_score, self.above, bh,
+                self.n_scored)
 
 
 def _rewrite_flagged(path: Path, primary: str, threshold: float) -> None:

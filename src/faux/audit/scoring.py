@@ -24,11 +24,20 @@ attributes of the registered methods (``faux.methods.protocol.Base``: ``audit_th
   and eq. 9 of that (``faux_from_gradients``) is ``max_j |d_j|``. ``gradient_cosine``
   (fAux+NG) and ``gradient_norm`` (FTA) use a central-difference gradient (2 d calls per
   row, shared) in eq. 10 (``ng_from_gradients``, per-sample reading) or its l2 norm.
+
+The central-difference gradient of a black box depends on the model, the rows, the step and
+the standardisation only, not on the aux model: an audit scores its sample rows under the
+aux, its null models, its other seeds and FTA, all with one gradient. ``FD_MEMO`` keeps the
+last ``FD_MEMO_ENTRIES`` gradients per model, keyed by a digest of the standardised rows (a
+hit returns the very numbers a new computation would).
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import weakref
+from collections import OrderedDict
 
 import numpy as np
 import torch
@@ -47,6 +56,57 @@ FD_ROWS = 1 << 16  # model rows per black-box call (bounds the perturbation arra
 #: the black-box estimates (``Base.black_box``) that read the central-difference gradient
 FD_GRADIENT = ("gradient_cosine", "gradient_norm")
 BLACK_BOX = ("pinv_directions", *FD_GRADIENT)
+FD_MEMO_ENTRIES = 4  # gradients kept per model (the sample's batches, the pass's batch)
+
+
+class _GradientMemo:
+    """Per model (by identity, held weakly), its last ``FD_MEMO_ENTRIES`` finite-difference
+    gradients, keyed by a digest of the standardised rows, the standardisation and the step."""
+
+    def __init__(self):
+        self._by_model: dict[int, tuple[weakref.ref, OrderedDict]] = {}
+
+    def _entries(self, model) -> OrderedDict:
+        hit = self._by_model.get(id(model))
+        if hit is None or hit[0]() is not model:
+            for k in [k for k, (ref, _) in self._by_model.items() if ref() is None]:
+                del self._by_model[k]
+            hit = (weakref.ref(model), OrderedDict())
+            self._by_model[id(model)] = hit
+        return hit[1]
+
+    @staticmethod
+    def key(zn: np.ndarray, mean: np.ndarray, scale: np.ndarray, h: float) -> tuple:
+        d = hashlib.blake2b(digest_size=20)
+        for a in (zn, mean, scale):
+            d.update(np.ascontiguousarray(a).view(np.uint8).reshape(-1))
+        return zn.shape, h, d.hexdigest()
+
+    def get(self, model, key):
+        entries = self._entries(model)
+        g = entries.get(key)
+        if g is not None:
+            entries.move_to_end(key)
+        return g
+
+    def put(self, model, key, g) -> None:
+        entries = self._entries(model)
+        entries[key] = g
+        while len(entries) > FD_MEMO_ENTRIES:
+            entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._by_model.clear()
+
+
+FD_MEMO = _GradientMemo()
+
+
+def score_rows(scorer: Scorer, x: np.ndarray, batch_size: int) -> dict[str, np.ndarray]:
+    """Every method's scores of rows ``x`` in batches of ``batch_size`` (the batches the
+    audit's other scorers of the sample use, so that ``FD_MEMO`` serves their gradients)."""
+    parts = [scorer.score(x[s:s + batch_size]) for s in range(0, len(x), batch_size)]
+    return {m: np.concatenate([p[m] for p in parts]) for m in scorer.methods}
 
 
 def check_methods_for(target: TargetModel, methods) -> None:
@@ -117,8 +177,17 @@ class Scorer:
         return g.unsqueeze(1) if g.ndim == 2 else g  # (m, k, d)
 
     def fd_gradient(self, z: torch.Tensor) -> torch.Tensor:
-        """Central-difference gradient of the probability, (m, d): 2 d calls per row."""
+        """Central-difference gradient of the probability, (m, d): 2 d calls per row, none
+        when the model's gradient at these rows is in ``FD_MEMO``."""
         zn = z.double().numpy()
+        key = FD_MEMO.key(zn, self.mean, self.scale, self.h)
+        g = FD_MEMO.get(self.target, key)
+        if g is None:
+            g = self._fd_gradient(zn)
+            FD_MEMO.put(self.target, key, g)
+        return g.clone()
+
+    def _fd_gradient(self, zn: np.ndarray) -> torch.Tensor:
         m, d = zn.shape
         g = np.empty((m, d))
         rows = max(1, FD_ROWS // (2 * d))

@@ -34,6 +34,8 @@ FD_STEP_WARN = 0.25
 FD_STEP_LOW_WARN = 1e-4
 ALPHA = 0.01  # default false-flag rate of the calibrated thresholds
 NULL_PERMUTATIONS = 3  # default number of aux models trained on a permuted protected attribute
+#: which rows a black box's finite-difference scores are computed for under the effect verdict
+FD_SCORES = ("sample", "all")
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class AuditSettings:
     max_flagged_rate: float | None = None
     protected_type: str | tuple = "auto"
     fd_step: float = 0.1
+    fd_scores: str = "sample"
     seed: int = 0
     trust_pickle: bool = False
     trusted_types: tuple = ()
@@ -90,6 +93,9 @@ class AuditSettings:
                         intersection=self.intersection)
         check_verdict(self.verdict, self.decision_threshold, self.materiality, self.steps,
                       self.support_margin, self.fail_above)
+        if self.fd_scores not in FD_SCORES:
+            raise ConfigError(f"fd_scores (--fd-scores) must be one of {', '.join(FD_SCORES)}, "
+                              f"got {self.fd_scores!r}")
 
 
 DEFAULTS = AuditSettings()

@@ -28,7 +28,14 @@ from faux.audit.outcome_pass import OutcomePass
 from faux.audit.outputs import OUTPUT_FILES, _inspect_out, _Staging
 from faux.audit.progress import Progress
 from faux.audit.ranking import _ranking
-from faux.audit.score_pass import PLOT_SAMPLE, _rewrite_flagged, _score_all, _top_frame
+from faux.audit.score_pass import (
+    PLOT_SAMPLE,
+    _rewrite_flagged,
+    _score_all,
+    _top_frame,
+    sample_scores,
+)
+from faux.audit.scoring import FD_MEMO
 from faux.audit.settings import AuditSettings, _check_fd_step_for
 from faux.audit.verdict import Settings as EffectSettings
 from faux.errors import ConfigError, DataError
@@ -52,6 +59,8 @@ class Run:
         self.bar = Progress(st.progress)
         self.staging = None
         self.batch = min(int(st.batch_size), 65_536)  # rows per scoring batch
+        self.sampled = None  # the sample's diagnostic scores when the pass computes none
+        FD_MEMO.clear()  # a model's finite-difference gradients are this audit's own
 
 
 def _encodes_itself(model) -> bool:
@@ -224,8 +233,17 @@ def fit(r: Run) -> None:
             r.views, null_nets_for(sc, z, st.null_permutations, seed=st.seed,
                                    **_aux_settings(st)),
             target, sc, z, r.feats, settings=r.eff, batch_size=r.batch, layout=r.layout)
+        if sampled_scores(st, r.target):
+            r.sampled = sample_scores(r.views, sc, r.batch)
     except SystemExit:
         raise _Interrupted from None
+
+
+def sampled_scores(st: AuditSettings, target) -> bool:
+    """Whether the diagnostic scores are the sample rows' only: a black box (each row's
+    finite differences cost 2k + 2d model calls) under the effect verdict (the scores decide
+    nothing) with ``fd_scores="sample"``."""
+    return st.fd_scores == "sample" and st.verdict == "effect" and not target.differentiable
 
 
 def score(r: Run) -> None:
@@ -237,12 +255,13 @@ def score(r: Run) -> None:
     r.row_values = RowValues(r.feats, r.passes)
     bh_null = r.null["scores"][r.primary] if r.rule == RULE_BH else None
     (r.n_flag, r.per_group, r.top, r.plot_scores, r.mem_scores, r.t_score, r.above,
-     r.bh) = _score_all(r.source, r.feats, r.c_cols, r.sc, r.scorer, r.methods, r.thresholds,
+     r.bh, r.n_scored) = _score_all(r.source, r.feats, r.c_cols, r.sc, r.scorer, r.methods, r.thresholds,
                         None if r.staging is None else r.staging.dir, r.bar,
                         batch_size=int(st.batch_size), seed=st.seed, keep=r.in_memory,
                         bh_null=bh_null, alpha=st.alpha, views=r.views, passes=r.passes,
                         label=r.y_col if r.outcome.has_label else None,
-                        observers=(r.outcome, r.row_values, r.target.proba, r.missing))
+                        observers=(r.outcome, r.row_values, r.target.proba, r.missing),
+                        sampled=r.sampled)
 
 
 def settle(r: Run) -> None:
@@ -268,3 +287,4 @@ def settle(r: Run) -> None:
     r.baselines = sample_baselines(r.target, r.aux_z, r.sc, primary,
                                    r.views[0].seed_scores[0], r.thr, fd_step=r.st.fd_step,
                                    batch_size=r.batch, seed=r.st.seed)
+    FD_MEMO.clear()

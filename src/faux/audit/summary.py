@@ -52,6 +52,8 @@ def _scoring(r) -> dict:
     return {"mode": target.scoring_mode, "device": str(r.scorer.device),
             "fd_step_std": None if target.differentiable else r.st.fd_step,
             "model_calls_per_row": r.scorer.calls_per_row(k, len(r.feats)),
+            "rows_scored": int(r.n_scored),
+            "rows_scored_are": "all" if r.sampled is None else "sample",
             "seconds": round(r.t_score, 3),
             "rows_per_s": round(sc.n_rows / max(r.t_score, 1e-9), 1)}
 
@@ -83,14 +85,15 @@ def build(r) -> dict:
         "settings": _settings(r), "scoring": _scoring(r), "aux_quality": r.quality,
         "flagged": {"count": int(r.n_flag), "rate": rate, "by_group": r.per_group},
         "calibration": _calibration(r.rule, st.alpha, st.null_permutations, r.null, r.methods,
-                                    r.thresholds, n,
+                                    r.thresholds, r.n_scored,
                                     r.above[r.primary] if r.passes else r.n_flag, st.fdr,
                                     st.verdict),
         "verdict": verdict_summary(st.verdict, r.eff, effects, r.passes, n_rows=n,
                                    primary=r.primary),
         "effects": effects,
         "thresholds": {m: {"threshold": t, "rows_above": int(r.above[m]),
-                           "rate_above": r.above[m] / n} for m, t in r.thresholds.items()},
+                           "rate_above": r.above[m] / max(r.n_scored, 1)}
+                       for m, t in r.thresholds.items()},
         "top_features": [{"feature": f, "importance": float(v)}
                          for f, v in list(r.ranking.items())[:10]],
         "gate": {"passed": not r.gate, "reasons": r.gate, "exit_code": 0 if not r.gate else 1},
