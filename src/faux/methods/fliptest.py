@@ -4,7 +4,8 @@
 group c=1 and ``G10`` the reverse. Each individual's counterpart is produced by the generator
 of its own group, so every row gets one.
 
-Per-point score (DESIGN §4.6): ``|p(x) - p(G_c(x))|`` with ``p = sigmoid(f_tar)``
+Per-point score (Table 1 ranks rows, so each row needs one; the choice is recorded in
+docs/decisions.md, "Per-point scores"): ``|p(x) - p(G_c(x))|`` with ``p = sigmoid(f_tar)``
 (``output="prob"``, default) or the logits themselves (``output="logit"``). FlipTest's
 flipsets are the rows whose hard prediction changes; the continuous score ranks them like
 the other scorers and a threshold at 0.5 crossing recovers them (``flipset``).

@@ -13,9 +13,10 @@ quadrature rule with ``steps`` nodes:
 All path points of a chunk of rows go through the model in one forward and one backward
 pass (per output column); chunks hold about ``2**18`` path points (rows * steps) and at most
 ``2**24`` input floats (rows * steps * d, so memory stays bounded on wide inputs), or
-``batch_size`` rows if fewer. Baselines: ``"zeros"`` (default: the prototype measured it
-0.05-0.16 AP above the data mean for fAux+IG), ``"mean"`` (column means of the ``x`` given),
-or a tensor ``(d,)`` / ``(n, d)``.
+``batch_size`` rows if fewer. Baselines: ``"zeros"`` (default, the usual IG baseline: an
+attribution is then measured from the origin of the features, the same for every row and
+every sample; how it compares with the mean: docs/notebook/methods_notes.md), ``"mean"``
+(column means of the ``x`` given), or a tensor ``(d,)`` / ``(n, d)``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ by the orthonormalised coefficients of logistic regressions predicting c from x 
 
 for ``steps`` steps from x = x0 (no random start), with L the per-row binary cross-entropy
 of the target's logit. The defaults are those of the reference implementation
-(``smaityumich/individual-fairness-testing``, DESIGN §6): 200 steps, constant lr 1e-2, and
+(``smaityumich/individual-fairness-testing``): 200 steps, constant lr 1e-2, and
 reg 25 (their loss is twice the cross-entropy and their reg 50, so 25 with plain CE). The
 regulariser's gradient, ``-2 reg (I - P)(x - x0)``, is applied in closed form; autograd
 differentiates only L.

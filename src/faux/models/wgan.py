@@ -2,8 +2,8 @@
 
 Two generators are trained: ``G01`` maps group c=0 onto the distribution of group c=1 and
 ``G10`` the reverse, so every individual gets a counterpart. Each has its own critic. The
-recipe follows the reference implementation (``samuel-yeom/fliptest``, ``gan/util.py``;
-DESIGN §6): MLP generator and critic (2 x 128 ReLU by default; a plain MLP generator, not
+recipe follows the reference implementation (``samuel-yeom/fliptest``, ``gan/util.py``):
+MLP generator and critic (2 x 128 ReLU by default; a plain MLP generator, not
 residual), critic weights clipped to ±0.01 after every critic step, RMSprop at lr 5e-5 for
 both nets, ``n_critic = 5`` critic steps per generator step, batch 64 (drawn with
 replacement, as the reference does), generator loss
