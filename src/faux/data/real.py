@@ -4,7 +4,8 @@ All three are built with ``aif360.datasets.StandardDataset`` from a DataFrame re
 the arguments aif360's own ``AdultDataset`` / ``BankDataset`` pass (those classes only read
 from inside the installed package). The steps, in order:
 
-1. read and check the raw file(s) (column count, numeric columns, label values);
+1. read and check the raw file(s) (column count, numeric columns, label values;
+   :mod:`faux.data.real_raw`), downloading a missing Adult or Bank file;
 2. ``StandardDataset``: drop listed columns, drop rows with a missing value, one-hot encode
    the categorical features on the WHOLE table (so a level seen only in the test split is a
    column that is all zero in train), map the protected attribute(s) and the label to 0/1;
@@ -37,7 +38,6 @@ Encodings (1 = aif360's "privileged" value; the label 1 is the positive class):
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 import tempfile
 import zipfile
@@ -49,6 +49,27 @@ import numpy as np
 import pandas as pd
 
 from faux.data.download import RECORDED_SHA256, download_verified, verify_file
+from faux.data.real_raw import (  # noqa: F401  (the raw files' columns, read here too)
+    ADULT_COLUMNS,
+    ADULT_LABELS,
+    ADULT_NUMERIC,
+    BANK_COLUMNS,
+    BANK_FILE,
+    BANK_NUMERIC,
+    SSL_AGE,
+    SSL_COLUMNS,
+    SSL_HINT,
+    SSL_PREDICTORS,
+    SSL_RACE,
+    SSL_SCORE,
+    SSL_SEX,
+    parse_adult_frame,
+    parse_bank_frame,
+    read_ssl_frame,
+    ssl_age,
+    ssl_candidates,
+    ssl_path,
+)
 from faux.data.splits import check_fractions, split_indices
 from faux.errors import DataError
 from faux.paths import data_root
@@ -56,39 +77,13 @@ from faux.paths import data_root
 UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases"
 ADULT_URLS = {"adult.data": f"{UCI}/adult/adult.data", "adult.test": f"{UCI}/adult/adult.test"}
 BANK_ZIP_URL = f"{UCI}/00222/bank-additional.zip"
-BANK_FILE = "bank-additional-full.csv"
 
-ADULT_COLUMNS = ("age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
-                 "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
-                 "hours-per-week", "native-country", "income-per-year")
-ADULT_NUMERIC = ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss",
-                 "hours-per-week")
-ADULT_LABELS = ("<=50K", ">50K", "<=50K.", ">50K.")
 ADULT_CATEGORICAL = ("workclass", "education", "marital-status", "occupation", "relationship",
                      "native-country")
-
-BANK_COLUMNS = ("age", "job", "marital", "education", "default", "housing", "loan", "contact",
-                "month", "day_of_week", "duration", "campaign", "pdays", "previous", "poutcome",
-                "emp.var.rate", "cons.price.idx", "cons.conf.idx", "euribor3m", "nr.employed", "y")
-BANK_NUMERIC = ("age", "duration", "campaign", "pdays", "previous", "emp.var.rate",
-                "cons.price.idx", "cons.conf.idx", "euribor3m", "nr.employed")
 BANK_CATEGORICAL = ("job", "marital", "education", "default", "housing", "loan", "contact",
                     "month", "day_of_week", "poutcome")
 BANK_AGE_THRESHOLD = 25
-
-SSL_SCORE = "SSL SCORE"
-SSL_AGE = "PREDICTOR RAT AGE AT LATEST ARREST"
-SSL_PREDICTORS = (SSL_AGE, "PREDICTOR RAT VICTIM SHOOTING INCIDENTS",
-                  "PREDICTOR RAT VICTIM BATTERY OR ASSAULT",
-                  "PREDICTOR RAT ARRESTS VIOLENT OFFENSES", "PREDICTOR RAT GANG AFFILIATION",
-                  "PREDICTOR RAT NARCOTIC ARRESTS", "PREDICTOR RAT TREND IN CRIMINAL ACTIVITY",
-                  "PREDICTOR RAT UUW ARRESTS")
-SSL_SEX = "SEX CODE CD"
-SSL_RACE = "RACE CODE CD"
-SSL_COLUMNS = (SSL_SCORE, *SSL_PREDICTORS, SSL_SEX, SSL_RACE)
 SSL_THRESHOLD = 250.0
-SSL_HINT = ("download the 'Strategic Subject List - Historical' export (dataset 4aki-r3np) "
-            "from the Chicago data portal and place it there")
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,8 +108,6 @@ class RealTable(_Encoding):
     y: np.ndarray
     c: np.ndarray
 
-    # (duplicates) the same two properties as faux.data.pmlb_data.TabularData: two tables
-    # of different kinds, each a handful of lines
     @property
     def n_rows(self) -> int:
         return int(self.X.shape[0])
@@ -174,7 +167,7 @@ def raw_paths(name: str, root=None) -> list[Path]:
 def is_present(name: str, root=None) -> bool:
     """Whether the raw file(s) of ``name`` exist locally (no download, no parsing)."""
     if spec(name).user_file:
-        return bool(_ssl_candidates(raw_paths(name, root)[0]))
+        return bool(ssl_candidates(raw_paths(name, root)[0]))
     return all(p.is_file() for p in raw_paths(name, root))
 
 
@@ -230,137 +223,16 @@ def _ensure_raw(name: str, root, download: bool) -> list[Path]:
     return paths
 
 
-def _read_csv(path: Path, **kw) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path, **kw)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError,
-            OSError, EOFError) as exc:
-        why = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else ""
-        raise DataError(f"{path} is corrupt or truncated ({type(exc).__name__}: {why}); replace "
-                        f"it with a good copy (or delete it to re-download)") from None
-
-
-def _check_numeric(df: pd.DataFrame, columns, path: Path) -> None:
-    for col in columns:
-        if not pd.api.types.is_numeric_dtype(df[col]):
-            bad = pd.to_numeric(df[col], errors="coerce").isna() & df[col].notna()
-            example = df.loc[bad, col].iloc[0] if bad.any() else "?"
-            raise DataError(f"{path} is corrupt: column {col!r} has non-numeric values such as "
-                            f"{example!r}; replace it with a good copy")
-
-
-def _check_labels(values: pd.Series, valid, path: Path) -> None:
-    bad = ~values.isin(valid)
-    if bad.any():
-        example = values[bad].iloc[0]
-        raise DataError(f"{path} is corrupt or truncated: {int(bad.sum())} row(s) have label "
-                        f"{example!r} (expected one of {', '.join(valid)}); replace it with a "
-                        f"good copy")
-
-
 def read_adult_frame(root=None, download: bool = True) -> pd.DataFrame:
     """The raw Adult table as aif360's ``AdultDataset`` reads it (test rows first, then train)."""
     train_path, test_path = _ensure_raw("adult", root, download)
-    parts = []
-    for path, skip in ((test_path, 1), (train_path, 0)):  # adult.test starts with '|1x3 ...'
-        df = _read_csv(path, header=None, skiprows=skip, skipinitialspace=True, na_values=["?"])
-        if df.shape[1] != len(ADULT_COLUMNS):
-            raise DataError(f"{path} is corrupt: {df.shape[1]} columns, expected "
-                            f"{len(ADULT_COLUMNS)} (comma-separated UCI format); replace it")
-        df.columns = list(ADULT_COLUMNS)
-        _check_numeric(df, ADULT_NUMERIC, path)
-        _check_labels(df["income-per-year"], ADULT_LABELS, path)
-        parts.append(df)
-    return pd.concat(parts, ignore_index=True)
+    return parse_adult_frame(train_path, test_path)
 
 
 def read_bank_frame(root=None, download: bool = True) -> pd.DataFrame:
     """The raw Bank table as aif360's ``BankDataset`` reads it (``unknown`` as missing)."""
     (path,) = _ensure_raw("bank", root, download)
-    df = _read_csv(path, sep=";", na_values=["unknown"])
-    if tuple(df.columns) != BANK_COLUMNS:
-        missing = [c for c in BANK_COLUMNS if c not in df.columns]
-        raise DataError(f"{path} is corrupt: {df.shape[1]} columns"
-                        f"{', missing ' + ', '.join(missing) if missing else ''}; expected the "
-                        f"21 ';'-separated columns of {BANK_FILE}; replace it")
-    _check_numeric(df, BANK_NUMERIC, path)
-    _check_labels(df["y"], ("no", "yes"), path)
-    return df
-
-
-def _ssl_candidates(folder: Path) -> list[Path]:
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir()
-                  if p.is_file() and (p.name.endswith(".csv") or p.name.endswith(".csv.gz")))
-
-
-def ssl_path(root=None) -> Path:
-    """The one SSL CSV in ``<data root>/ssl/``."""
-    folder = data_root(root) / "ssl"
-    found = _ssl_candidates(folder)
-    if not found:
-        raise DataError(f"no SSL CSV in {folder}; {SSL_HINT}")
-    if len(found) > 1:
-        raise DataError(f"several SSL CSVs in {folder} ({', '.join(p.name for p in found)}); "
-                        f"keep exactly one there")
-    return found[0]
-
-
-_AGE_LESS = re.compile(r"^(?:less than|under|<)\s*(\d+)$")
-_AGE_START = re.compile(r"^(\d+)\s*(?:-\s*\d+|\+|or more|and over|and older)?$")
-
-
-def ssl_age(value) -> float:
-    """An SSL age band as a number: the band's lower bound, ``"less than 20"`` -> 10."""
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return np.nan
-    if isinstance(value, int | float | np.integer | np.floating):
-        return float(value)
-    text = str(value).strip().lower()
-    if not text:
-        return np.nan
-    m = _AGE_LESS.match(text)
-    if m:
-        return float(m.group(1)) - 10.0
-    m = _AGE_START.match(text)
-    if m:
-        return float(m.group(1))
-    raise ValueError(text)
-
-
-def read_ssl_frame(root=None) -> pd.DataFrame:
-    """The SSL columns faux uses, numeric, rows of race BLK or WHI only."""
-    path = ssl_path(root)
-    header = _read_csv(path, nrows=0)
-    columns = {str(c).strip(): c for c in header.columns}
-    missing = [c for c in SSL_COLUMNS if c not in columns]
-    if missing:
-        raise DataError(f"SSL file {path} lacks column(s) {', '.join(repr(c) for c in missing)}; "
-                        f"use the portal export of dataset 4aki-r3np with its column names")
-    df = _read_csv(path, usecols=[columns[c] for c in SSL_COLUMNS], dtype=str,
-                   keep_default_na=True)
-    df.columns = [str(c).strip() for c in df.columns]
-    df = df[list(SSL_COLUMNS)]
-    for col in (SSL_SEX, SSL_RACE):
-        df[col] = df[col].str.strip()
-    df = df[df[SSL_RACE].isin(["BLK", "WHI"])].copy()
-    if df.empty:
-        raise DataError(f"SSL file {path} has no rows with {SSL_RACE} BLK or WHI; check the file")
-    try:
-        df[SSL_AGE] = df[SSL_AGE].map(ssl_age)
-    except ValueError as exc:
-        raise DataError(f"SSL file {path}: unreadable age band {str(exc)!r} in {SSL_AGE!r} "
-                        f"(expected e.g. 'less than 20', '20-30'); fix the file") from None
-    for col in (SSL_SCORE, *SSL_PREDICTORS[1:]):
-        num = pd.to_numeric(df[col].str.replace(",", "", regex=False).str.strip(),
-                            errors="coerce")
-        bad = num.isna() & df[col].notna() & (df[col].str.strip() != "")
-        if bad.any():
-            raise DataError(f"SSL file {path}: column {col!r} has non-numeric values such as "
-                            f"{df.loc[bad, col].iloc[0]!r}; fix the file")
-        df[col] = num
-    return df.reset_index(drop=True)
+    return parse_bank_frame(path)
 
 
 # ----------------------------------------------------------------------------- preprocessing
