@@ -228,9 +228,8 @@ def _row(label: str, vals, f="{:.3f}") -> str:
     return f"| {label} | " + " | ".join("" if pd.isna(v) else f.format(v) for v in vals) + " |"
 
 
-def markdown(df: pd.DataFrame) -> str:
-    axes = [c for c in df.columns if c.startswith("setting ")]
-    short = [c.replace("Synthetic-", "S") for c in COLUMNS]
+def _ranking_md(df: pd.DataFrame) -> list[str]:
+    """The title, the claims, the selection rule and the ranking table."""
     lines = ["# Readings of the synthetic benchmark", "",
              "Claims: " + "; ".join(f"**{k}** {v}" for k, v in CLAIMS.items()) + ".",
              f"Selection rule (declared before the search, docs/readings.md, \"Fourth pass\"): "
@@ -253,13 +252,18 @@ def markdown(df: pd.DataFrame) -> str:
                      f"{'yes' if r['c1'] else 'no'} | {r['c2_c5_held']} | "
                      + " | ".join(str(r[k]) for k in CLAIMS)
                      + f" | {r['paper_distance']:.3f} | {r['job_s']:.0f} |")
-    lines += ["", "Criteria (b) and (c) per column: AP(FTA + lin. aux) − AP(FTA) (the paper's: "
-              "0.10–0.38), and the median over test rows of cos(∇f_tar(x), mean ∇f_tar) on the "
-              "gradient tests' output (1: every individual's gradient points one way; "
-              f"≤ {COSINE_PREFERRED} preferred):", "",
-              "| reading | row | " + " | ".join(short) + " |", "|---|---|" + "---|" * len(COLUMNS),
-              _row("paper | lin. aux gap", [paper(LIN, c) - paper(FTA, c) for c in COLUMNS],
-                   "{:+.3f}")]
+    return lines
+
+
+def _criteria_md(df: pd.DataFrame, short: list[str]) -> list[str]:
+    """Criteria (b) and (c) per column, then the positive rates against the paper's caps."""
+    lines = ["", "Criteria (b) and (c) per column: AP(FTA + lin. aux) − AP(FTA) (the paper's: "
+             "0.10–0.38), and the median over test rows of cos(∇f_tar(x), mean ∇f_tar) on the "
+             "gradient tests' output (1: every individual's gradient points one way; "
+             f"≤ {COSINE_PREFERRED} preferred):", "",
+             "| reading | row | " + " | ".join(short) + " |", "|---|---|" + "---|" * len(COLUMNS),
+             _row("paper | lin. aux gap", [paper(LIN, c) - paper(FTA, c) for c in COLUMNS],
+                  "{:+.3f}")]
     for _, r in df.iterrows():
         lines.append(_row(f"{r['reading']} | lin. aux gap",
                           [r[f"lin_gap {c}"] for c in COLUMNS], "{:+.3f}"))
@@ -273,9 +277,15 @@ def markdown(df: pd.DataFrame) -> str:
         lines.append(f"| {r['reading']} | " + " | ".join(
             f"{r[f'rate {c}']:.2f}" + ("" if MIN_RATE <= r[f"rate {c}"] <= CAPS[c] else " ✗")
             for c in COLUMNS) + " |")
-    lines += ["", "Each reading's choices:", "",
-              "| reading | " + " | ".join(a.replace("setting ", "") for a in axes) + " |",
-              "|---|" + "---|" * len(axes)]
+    return lines
+
+
+def _choices_md(df: pd.DataFrame) -> list[str]:
+    """Each reading's settings, then its CVAEs' model scores beside Table 2's (if any)."""
+    axes = [c for c in df.columns if c.startswith("setting ")]
+    lines = ["", "Each reading's choices:", "",
+             "| reading | " + " | ".join(a.replace("setting ", "") for a in axes) + " |",
+             "|---|" + "---|" * len(axes)]
     for _, r in df.iterrows():
         lines.append(f"| {r['reading']} | " + " | ".join(str(r[a]) for a in axes) + " |")
     from faux.synth.sampler import PAPER_MODEL_SCORE
@@ -291,9 +301,14 @@ def markdown(df: pd.DataFrame) -> str:
         for _, r in df.iterrows():
             lines.append(f"| {r['reading']} | "
                          + " | ".join(f"{r[c]:.3f}" for c in gen_cols) + " |")
-    lines += ["", "Normalised AP, (AP − π)/(1 − π) (0 = chance, 1 = perfect), per method and "
-              "column; the paper's row is its AP normalised at its cap (a lower bound):", "",
-              "| reading | row | " + " | ".join(short) + " |", "|---|---|" + "---|" * len(COLUMNS)]
+    return lines
+
+
+def _nap_md(df: pd.DataFrame, short: list[str]) -> list[str]:
+    """Normalised AP per method and column, the paper's first."""
+    lines = ["", "Normalised AP, (AP − π)/(1 − π) (0 = chance, 1 = perfect), per method and "
+             "column; the paper's row is its AP normalised at its cap (a lower bound):", "",
+             "| reading | row | " + " | ".join(short) + " |", "|---|---|" + "---|" * len(COLUMNS)]
     for m in PAPER_ROWS:
         lines.append(f"| paper | {short_label(m)} | " + " | ".join(
             f"{normalised_ap(paper(m, c), CAPS[c]):+.2f}" for c in COLUMNS) + " |")
@@ -302,27 +317,38 @@ def markdown(df: pd.DataFrame) -> str:
             lines.append(f"| {r['reading']} | {short_label(m)} | " + " | ".join(
                 "" if pd.isna(r[f"nap {m} {c}"]) else f"{r[f'nap {m} {c}']:+.2f}"
                 for c in COLUMNS) + " |")
+    return lines
+
+
+def _lic_forms_md(df: pd.DataFrame, short: list[str]) -> list[str]:
+    """Every form of LIC-UB and the target's nonlinearity in c (none when no job had them)."""
     lic_cols = sorted({c.split(" ")[1] for c in df.columns if c.startswith("lic ")})
-    if lic_cols:
-        lines += ["", "Every form of LIC-UB (AP against the reading's labels; `at/output`: "
-                  "mixed = target gradient at the observed x times dx/dc at c = .5; mid, fd, "
-                  "observed = one point of c → f_tar(x(c)); path = its mean over [0, 1], the "
-                  "label in the limit, a check), and the median of "
-                  "|g(1) − g(0) − g′(.5)| / |g(1) − g(0)| for g(c) = f_tar(x(c)) on the IFS's "
-                  "output (0: g quadratic, where mid is exact):", "",
-                  "| reading | form | " + " | ".join(short) + " |",
-                  "|---|---|" + "---|" * len(COLUMNS)]
-        for _, r in df.iterrows():
-            for form in lic_cols:
-                if f"lic {form} {COLUMNS[0]}" in r and r[[f"lic {form} {c}" for c in COLUMNS]].notna().any():
-                    lines.append(f"| {r['reading']} | {form} | " + " | ".join(
-                        "" if pd.isna(r[f"lic {form} {c}"]) else f"{r[f'lic {form} {c}']:.3f}"
-                        for c in COLUMNS) + " |")
-            lines.append(f"| {r['reading']} | nonlinearity | " + " | ".join(
-                "" if pd.isna(r[f"linearity_gap {c}"]) else f"{r[f'linearity_gap {c}']:.2f}"
-                for c in COLUMNS) + " |")
-    lines += ["", "AP per method and column (the paper's first):", "",
-              "| reading | row | " + " | ".join(short) + " |", "|---|---|" + "---|" * len(COLUMNS)]
+    if not lic_cols:
+        return []
+    lines = ["", "Every form of LIC-UB (AP against the reading's labels; `at/output`: "
+             "mixed = target gradient at the observed x times dx/dc at c = .5; mid, fd, "
+             "observed = one point of c → f_tar(x(c)); path = its mean over [0, 1], the "
+             "label in the limit, a check), and the median of "
+             "|g(1) − g(0) − g′(.5)| / |g(1) − g(0)| for g(c) = f_tar(x(c)) on the IFS's "
+             "output (0: g quadratic, where mid is exact):", "",
+             "| reading | form | " + " | ".join(short) + " |",
+             "|---|---|" + "---|" * len(COLUMNS)]
+    for _, r in df.iterrows():
+        for form in lic_cols:
+            if f"lic {form} {COLUMNS[0]}" in r and r[[f"lic {form} {c}" for c in COLUMNS]].notna().any():
+                lines.append(f"| {r['reading']} | {form} | " + " | ".join(
+                    "" if pd.isna(r[f"lic {form} {c}"]) else f"{r[f'lic {form} {c}']:.3f}"
+                    for c in COLUMNS) + " |")
+        lines.append(f"| {r['reading']} | nonlinearity | " + " | ".join(
+            "" if pd.isna(r[f"linearity_gap {c}"]) else f"{r[f'linearity_gap {c}']:.2f}"
+            for c in COLUMNS) + " |")
+    return lines
+
+
+def _ap_md(df: pd.DataFrame, short: list[str]) -> list[str]:
+    """AP per method and column, with each reading's positive rate and aux accuracy."""
+    lines = ["", "AP per method and column (the paper's first):", "",
+             "| reading | row | " + " | ".join(short) + " |", "|---|---|" + "---|" * len(COLUMNS)]
     for m in PAPER_ROWS:
         lines.append(f"| paper | {short_label(m)} | "
                      + " | ".join(f"{paper(m, c):.3f}" for c in COLUMNS) + " |")
@@ -334,6 +360,15 @@ def markdown(df: pd.DataFrame) -> str:
         for m in METHODS:
             lines.append(f"| {r['reading']} | {short_label(m)} | "
                          + " | ".join(f"{r[f'{m} {c}']:.3f}" for c in COLUMNS) + " |")
+    return lines
+
+
+def markdown(df: pd.DataFrame) -> str:
+    """``readings.md``: the ranking, the validity criteria, the choices, then the normalised
+    AP, the forms of LIC-UB and the AP of every reading, per column."""
+    short = [c.replace("Synthetic-", "S") for c in COLUMNS]
+    lines = (_ranking_md(df) + _criteria_md(df, short) + _choices_md(df) + _nap_md(df, short)
+             + _lic_forms_md(df, short) + _ap_md(df, short))
     return "\n".join(lines) + "\n"
 
 
