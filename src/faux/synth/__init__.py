@@ -9,8 +9,8 @@ import importlib
 
 _EXPORTS = {
     "SyntheticGenerator": "sampler", "SyntheticSet": "sampler",
-    "build_dataset_generator": "sampler", "generator_config": "sampler",
-    "generator_scores": "sampler",
+    "build_dataset_generator": "dataset_generator", "generator_config": "generator_settings",
+    "generator_scores": "generator_quality",
     "fuse": "fusion", "projections": "fusion",
     "p_min": "bias", "p_max": "bias", "p_bias": "bias", "mutual_information": "bias",
     "ifs": "ground_truth", "ifs_threshold": "ground_truth", "ifs_labels": "ground_truth",
