@@ -45,7 +45,7 @@ from faux.models.adel.module import (
 )
 from faux.models.adel.net import AdelNet
 from faux.models.adel.spec import GUARDS, AdelSpec
-from faux.models.adel.train import refit_head, train_adel
+from faux.models.adel.train import train_adel
 
 __all__ = ["GUARDS", "SELECT_PENALTY", "AdelModule", "AdelNet", "AdelSpec", "mmd2",
-           "refit_head", "score_gap", "swap_columns", "train_adel", "val_probe_auroc"]
+           "score_gap", "swap_columns", "train_adel", "val_probe_auroc"]

@@ -1,4 +1,4 @@
-"""Training an Adel model from one ``AdelSpec``, and refitting its head."""
+"""Training an Adel model from one ``AdelSpec``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import math
 import time
 
 import torch
-from torch.nn import functional as F
 
 from faux.errors import ConfigError, DataError
 from faux.models.adel.module import AdelModule
@@ -135,36 +134,3 @@ def _check_edits(edits, d: int) -> tuple:
                               f"faux.studies.fairness_check.edit_columns)")
         out.append((int(pair[0]), int(pair[1])))
     return tuple(out)
-
-
-def refit_head(model: AdelNet, x, y, *, l2: float = 1e-4, max_iter: int = 200) -> AdelNet:
-    """Refit the head (the last linear layer) of a trained model on its frozen hidden layer.
-
-    Full-batch L-BFGS of ``BCE(head(h), y) + l2 |W|^2`` from the head's current weights, on
-    ``h = model.hidden(x)``; every other weight (and so the hidden layer a probe reads) is left
-    as it is. In place; returns ``model``. Last-layer retraining: it asks whether the joint
-    training left accuracy in the head (docs/notebook/adel_notes.md: on Adult it did not, so
-    no recipe uses it).
-    """
-    x = as_features(x, "x")
-    y = as_binary(y, x.shape[0], "y")
-    head = model.net.head
-    with torch.no_grad():
-        h = model.hidden(x).to(head.weight.dtype)
-    w = head.weight.detach().clone().requires_grad_(True)
-    b = head.bias.detach().clone().requires_grad_(True)
-    t = y.reshape(y.shape[0], -1).to(h.dtype)
-    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=int(max_iter),
-                            line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        loss = F.binary_cross_entropy_with_logits(h @ w.T + b, t) + float(l2) * (w ** 2).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    with torch.no_grad():
-        head.weight.copy_(w)
-        head.bias.copy_(b)
-    return model
