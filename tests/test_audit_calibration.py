@@ -11,7 +11,7 @@ import torch
 
 import faux
 from audit_world import proxy_world
-from faux.audit.calibration import _bh_cut
+from faux.audit.calibration import bh_cut
 
 ALPHA = 0.01
 
@@ -115,7 +115,7 @@ def test_bh_cut_is_benjamini_hochberg():
     p = np.sort((1 + e) / (m + 1))
     k = np.flatnonzero(p <= 0.05 * np.arange(1, n + 1) / n)
     expected = int(((1 + e) / (m + 1) <= p[k[-1]]).sum()) if k.size else 0
-    cut = _bh_cut(hist, n, 0.05)
+    cut = bh_cut(hist, n, 0.05)
     assert int(hist[:cut + 1].sum()) == expected and expected >= 30
 
 

@@ -13,7 +13,7 @@ import numpy as np
 SEED_MAX = 2**32 - 1  # numpy and Lightning take seeds in [0, 2**32)
 
 
-def _bh_cut(hist: np.ndarray, n: int, alpha: float) -> int:
+def bh_cut(hist: np.ndarray, n: int, alpha: float) -> int:
     """Benjamini-Hochberg over ``n`` rows whose p-values are ``(1 + e) / (M + 1)``, ``hist[e]``
     rows having ``e`` null scores at or above theirs: the largest ``e`` flagged, or -1."""
     m = len(hist) - 1
@@ -22,7 +22,7 @@ def _bh_cut(hist: np.ndarray, n: int, alpha: float) -> int:
     return int(ok[-1]) if ok.size else -1
 
 
-def _null_scores(target, aux_z, sc, z_sample, methods, *, aux, aux_width, aux_depth,
+def null_scores(target, aux_z, sc, z_sample, methods, *, aux, aux_width, aux_depth,
                  aux_epochs, n_perm, seed, fd_step, batch_size, bar, nets=None) -> dict:
     """Every method's scores of the sample rows under ``n_perm`` aux models trained, as the
     aux was, on a random permutation of the protected attribute (which breaks its link to
@@ -74,15 +74,15 @@ def null_auxes(z_sample, c, info, y, *, aux, aux_width, aux_depth, aux_epochs, n
         yield net
 
 
-def _null_quantile(null: np.ndarray, alpha: float) -> float:
+def null_quantile(null: np.ndarray, alpha: float) -> float:
     """The (1 - alpha) quantile of a method's null scores (the next null score above it)."""
     if null.size == 0:
         return math.inf
     return float(np.quantile(null, 1 - alpha, method="higher"))
 
 
-def _calibration(rule, alpha, n_perm, null, methods, thresholds, n_rows, n_flag, fdr,
-                 verdict: str = "score") -> dict:
+def calibration_statement(rule, alpha, n_perm, null, methods, thresholds, n_rows, n_flag,
+                          fdr, verdict: str = "score") -> dict:
     """summary.json's statement of how the threshold was set. Under the effect verdict the
     scores are diagnostics: the text says how many rows exceed the threshold by chance, and
     ``expected_false_flags`` is left to the effect verdict (``faux.audit.verdict``)."""
@@ -103,8 +103,8 @@ def _score_calibration(rule, alpha, n_perm, null, methods, thresholds, n_rows, n
         return {"rule": rule, "alpha": None, "null_permutations": 0, "null_quantiles": None,
                 "expected_false_flags": None,
                 "text": f"manual threshold: {methods[0]} > {thresholds[methods[0]]:g}"}
-    quant = {m: {"50%": _null_quantile(v, 0.5), "90%": _null_quantile(v, 0.1),
-                 "99%": _null_quantile(v, 0.01), f"{1 - alpha:.4g}": _null_quantile(v, alpha)}
+    quant = {m: {"50%": null_quantile(v, 0.5), "90%": null_quantile(v, 0.1),
+                 "99%": null_quantile(v, 0.01), f"{1 - alpha:.4g}": null_quantile(v, alpha)}
              for m, v in null["scores"].items()}
     if fdr:
         expected = alpha * n_flag

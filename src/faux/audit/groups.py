@@ -105,10 +105,10 @@ class GroupStats:
                 st.bh += np.bincount(exceed[mask], minlength=nh)
 
     def bh_cut(self, n_rows: int, alpha: float) -> int:
-        from faux.audit.calibration import _bh_cut
+        from faux.audit.calibration import bh_cut
 
         hist = sum(st.bh for st in self.groups.values())
-        return _bh_cut(hist, n_rows, alpha)
+        return bh_cut(hist, n_rows, alpha)
 
     def apply_bh(self, cut: int) -> None:
         for st in self.groups.values():
@@ -194,7 +194,7 @@ def train_primary(view: View, z_sample: np.ndarray, y, *, kind: str, width: int,
     """The primary view's aux model and quality, its ``null_permutations`` null aux models
     (0: a manual threshold, none) and the aux models of its other seeds, all trained
     together as one stacked network (``train_aux_family``; each model as it would be alone).
-    The null models are left in ``view.null_nets`` (for ``_null_scores(..., nets=)``), the
+    The null models are left in ``view.null_nets`` (for ``null_scores(..., nets=)``), the
     other seeds' in ``view.seed_nets`` (``train_views`` uses them)."""
     from faux.audit.aux import train_aux_family
     from faux.audit.calibration import null_targets
@@ -217,7 +217,7 @@ def train_views(views: list[View], target, sc: Scan, z_sample: np.ndarray, metho
     alpha, null_permutations, manual (the manual thresholds, or None). A view's aux models
     still to train (its aux, its null models, its other seeds) train together
     (``train_aux_family``: one stacked network, each model as it would be alone)."""
-    from faux.audit.calibration import _null_quantile, _null_scores
+    from faux.audit.calibration import null_quantile, null_scores
     from faux.audit.scoring import Scorer
 
     st = settings
@@ -235,15 +235,15 @@ def train_views(views: list[View], target, sc: Scan, z_sample: np.ndarray, metho
                 v.thresholds = dict(st["manual"])
             else:
                 sv = replace(sc, c=v.sample_c, protected=v.info)
-                v.null = _null_scores(target, v.aux, sv, z_sample, methods,
-                                      aux=st["aux"], aux_width=st["aux_width"],
-                                      aux_depth=st["aux_depth"],
-                                      aux_epochs=st["aux_epochs"],
-                                      n_perm=st["null_permutations"], seed=st["seed"],
-                                      fd_step=st["fd_step"],
-                                      batch_size=st["batch_size"], bar=bar,
-                                      nets=nets["null"])
-                v.thresholds = {m: _null_quantile(v.null["scores"][m], st["alpha"])
+                v.null = null_scores(target, v.aux, sv, z_sample, methods,
+                                     aux=st["aux"], aux_width=st["aux_width"],
+                                     aux_depth=st["aux_depth"],
+                                     aux_epochs=st["aux_epochs"],
+                                     n_perm=st["null_permutations"], seed=st["seed"],
+                                     fd_step=st["fd_step"],
+                                     batch_size=st["batch_size"], bar=bar,
+                                     nets=nets["null"])
+                v.thresholds = {m: null_quantile(v.null["scores"][m], st["alpha"])
                                 for m in methods}
         for s in range(aux_seeds):
             if s == 0:

@@ -67,7 +67,7 @@ def _interruptible():
 
 
 @contextmanager
-def _deferred_interrupt():
+def deferred_interrupt():
     """SIGINT and SIGTERM wait while the outputs are moved into place (milliseconds), so
     that a folder is never left half replaced; the audit then completes."""
     if not _main_thread():

@@ -27,10 +27,10 @@ import numpy as np
 
 from faux.audit.interrupts import (
     Terminated,
-    _deferred_interrupt,
     _Interrupted,
     _interruptible,
     _Terminated,
+    deferred_interrupt,
 )
 from faux.audit.writing import DISK_FULL, dir_mode, disk_full_message, file_mode, folder_size
 from faux.errors import ConfigError, FauxError
@@ -274,7 +274,7 @@ def _finish(staging: _Staging) -> None:
     """
     tmp, out = staging.dir, staging.out
     new = sorted(p.name for p in tmp.iterdir())
-    with _folder_lock(out.parent), _deferred_interrupt():
+    with _folder_lock(out.parent), deferred_interrupt():
         if tmp.parent == out.parent and not out.exists() and not out.is_symlink():
             _write_json_atomic(tmp / MARKER, _marker(new))
             try:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faux.audit.calibration import _bh_cut
+from faux.audit.calibration import bh_cut
 from faux.audit.settings import ALPHA
 
 N_TOP = 50  # flagged rows shown with their contributions
@@ -219,7 +219,7 @@ class _Tally:
         top = sorted(self.heap, key=lambda t: -t[0])
         bh = None
         if self.bh_null is not None:
-            cut = _bh_cut(self.hist, self.n_scored, alpha)
+            cut = bh_cut(self.hist, self.n_scored, alpha)
             t_bh = float(self.bh_null[self.n_null - cut - 1]) if cut >= 0 else math.inf
             flagged = {g: int(self.group_hist[g][:cut + 1].sum()) for g in by_group}
             bh_groups = {g: {"rows": v["rows"], "flagged": flagged[g],

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from faux.audit.calibration import _null_quantile, _null_scores
+from faux.audit.calibration import null_quantile, null_scores
 from faux.audit.data import ArraySource, check_columns, open_source, protected_list, scan
 from faux.audit.flagged_rows import RowValues
 from faux.audit.interrupts import _Interrupted
@@ -194,10 +194,10 @@ def _thresholds(r: Run) -> None:
         r.thresholds = {r.primary: r.thr,
                         **{m: default_threshold(m) for m in methods[1:]}}
         return
-    r.null = _null_scores(r.target, r.aux_z, r.sc, r.z_sample, methods, **_aux_settings(st),
+    r.null = null_scores(r.target, r.aux_z, r.sc, r.z_sample, methods, **_aux_settings(st),
                           n_perm=st.null_permutations, seed=st.seed, fd_step=st.fd_step,
                           batch_size=r.batch, bar=r.bar)
-    r.thresholds = {m: _null_quantile(r.null["scores"][m], st.alpha) for m in methods}
+    r.thresholds = {m: null_quantile(r.null["scores"][m], st.alpha) for m in methods}
 
 
 def fit(r: Run) -> None:

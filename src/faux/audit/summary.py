@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from faux.audit.calibration import _calibration
+from faux.audit.calibration import calibration_statement
 from faux.audit.outputs import SUMMARY_SCHEMA
 from faux.audit.provenance import provenance
 from faux.audit.verdict import summary as verdict_summary
@@ -84,10 +84,9 @@ def build(r) -> dict:
                       "counts": sc.protected.counts},
         "settings": _settings(r), "scoring": _scoring(r), "aux_quality": r.quality,
         "flagged": {"count": int(r.n_flag), "rate": rate, "by_group": r.per_group},
-        "calibration": _calibration(r.rule, st.alpha, st.null_permutations, r.null, r.methods,
-                                    r.thresholds, r.n_scored,
-                                    r.above[r.primary] if r.passes else r.n_flag, st.fdr,
-                                    st.verdict),
+        "calibration": calibration_statement(
+            r.rule, st.alpha, st.null_permutations, r.null, r.methods, r.thresholds, r.n_scored,
+            r.above[r.primary] if r.passes else r.n_flag, st.fdr, st.verdict),
         "verdict": verdict_summary(st.verdict, r.eff, effects, r.passes, n_rows=n,
                                    primary=r.primary),
         "effects": effects,
