@@ -150,9 +150,9 @@ def _add_verdict(a) -> None:
                    "box (finite differences) instead of by autograd through its checked torch "
                    "conversion")
     a.add_argument("--verdict", choices=VERDICTS, default=D.verdict,
-                   help="what flags a row: 'effect' (default), its decision changes at its "
+                   help="what flags a row: 'effect', its decision changes at its "
                    "counterfactual under every aux model; 'score', the first method's score "
-                   "above its threshold (the audit's earlier rule)")
+                   f"above its threshold (the audit's earlier rule) (default {D.verdict})")
     a.add_argument("--decision-threshold", type=_number, default=D.decision_threshold,
                    metavar="T", help="the model's decision threshold on its probability, "
                    f"above 0 and below 1 (default {D.decision_threshold:g})")
@@ -178,14 +178,21 @@ def _add_verdict(a) -> None:
 def _add_aux(a) -> None:
     """The aux models, the views, the sample, the batches and the progress."""
     from faux.audit.settings import DEFAULTS as D
-    from faux.audit.settings import FD_SCORES, FD_STEP_LOW_WARN, FD_STEP_MAX, FD_STEP_WARN
+    from faux.audit.settings import (
+        FD_SCORES,
+        FD_STEP_LOW_WARN,
+        FD_STEP_MAX,
+        FD_STEP_WARN,
+        PROTECTED_TYPES,
+    )
 
     a.add_argument("--aux", choices=["mlp", "adel"], default=D.aux,
-                   help="aux model of the protected attribute: an MLP (default) or the Adel "
-                   "et al. aux kept from reading the label (needs --label)")
-    a.add_argument("--protected-type", choices=["auto", "binary", "categorical", "continuous"],
-                   nargs="+", default=[D.protected_type], help="how to read the protected column(s), one "
-                   "type for all or one per --protected column (default auto: 2 values binary, "
+                   help="aux model of the protected attribute: mlp, an MLP, or adel, the Adel "
+                   f"et al. aux kept from reading the label (needs --label) (default {D.aux})")
+    a.add_argument("--protected-type", choices=PROTECTED_TYPES, nargs="+",
+                   default=[D.protected_type], help="how to read the protected column(s), one "
+                   f"type for all or one per --protected column (default {D.protected_type}: "
+                   "auto reads 2 values as binary, "
                    "up to 20 categorical, more numeric values continuous)")
     a.add_argument("--aux-seeds", type=int, default=D.aux_seeds, metavar="N",
                    help="aux models per view, trained with different seeds: under --verdict "

@@ -111,8 +111,8 @@ def _is_number(v) -> bool:
 
 def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, batch_size,
                     threshold, fail_above, max_flagged_rate, protected_type, fd_step, seed,
-                    has_label, alpha=0.01, null_permutations=3, fdr=False,
-                    aux_seeds=AUX_SEEDS, min_cell=MIN_CELL, intersection=True) -> None:
+                    has_label, alpha, null_permutations, fdr, aux_seeds, min_cell,
+                    intersection) -> None:
     """Every setting that needs no data, in one line each, before anything is read."""
     from faux.audit.aux import AUX_KINDS
     from faux.audit.groups import check_settings
@@ -148,8 +148,8 @@ def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, b
                           "the threshold and a gate)")
     if (not _is_number(alpha) or not math.isfinite(alpha) or not 0 < alpha < 1):
         raise ConfigError(f"alpha (--alpha) must be a number above 0 and below 1, got "
-                          f"{alpha!r}; the default 0.01 flags about 1% of rows of a model that "
-                          "ignores the protected attribute")
+                          f"{alpha!r}; the default {ALPHA:g} flags about {ALPHA:.0%} of rows of "
+                          "a model that ignores the protected attribute")
     if not _is_int(null_permutations) or null_permutations < 1:
         raise ConfigError(f"null_permutations (--null-permutations) must be a positive integer, "
                           f"got {null_permutations!r}; the default is {NULL_PERMUTATIONS}")
@@ -173,7 +173,7 @@ def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, b
             <= FD_STEP_MAX):
         raise ConfigError(f"fd_step (--fd-step) must be a finite number of standard deviations "
                           f"of the features, above 0 and at most {FD_STEP_MAX:g}, got "
-                          f"{fd_step!r}; the default 0.1 suits most models")
+                          f"{fd_step!r}; the default {DEFAULTS.fd_step:g} suits most models")
 
 
 def _check_fd_step_for(target, fd_step: float) -> None:
@@ -183,7 +183,8 @@ def _check_fd_step_for(target, fd_step: float) -> None:
     if fd_step > FD_STEP_WARN:
         warn(f"--fd-step {fd_step:g} standard deviations is coarse (above {FD_STEP_WARN:g}): "
               "the finite differences average the model over a wide interval and can miss "
-              "local unfairness; the default is 0.1")
+              f"local unfairness; the default is {DEFAULTS.fd_step:g}")
     elif fd_step < FD_STEP_LOW_WARN:
         warn(f"--fd-step {fd_step:g} standard deviations is tiny (below {FD_STEP_LOW_WARN:g}): "
-              "a float32 model's rounding can swamp the differences; the default is 0.1")
+              f"a float32 model's rounding can swamp the differences; the default is "
+              f"{DEFAULTS.fd_step:g}")
