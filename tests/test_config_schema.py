@@ -34,7 +34,7 @@ BAD = [
     ("synthetic.options.ig_steps=8", "synthetic.options.ig_steps=8: Key 'ig_steps' is not in "
      "struct; to add it: +synthetic.options.ig_steps=8"),
     ("reading.fraction=high", "reading.fraction=high: expected a finite number in (0, 1]"),
-    ("reading.tau=hot", "reading.tau=hot: expected a finite number > 0"),
+    ("reading.tau=hot", "reading.tau=hot: expected one of 0.3, 1.0"),
     ("reading.colour=red", "reading.colour=red: Key 'colour' not in 'Reading'"),
     ("profile=nope", "In 'config': Could not find 'profile/nope'; choose one of paper, quick, "
      "tiny"),

@@ -53,10 +53,13 @@ BAD = [
     ("profile.generators.val_fraction", 1.0, "a finite number in (0, 1)"),
     ("synthetic.generators.magic.latent_dim", 0, "an integer >= 1"),
     ("synthetic.generators.magic.beta", -0.1, "a finite number >= 0"),
-    ("reading.tau", 0, "a finite number > 0"),
-    ("reading.beta", -1.0, "a finite number >= 0"),
+    # the reading's values: the schema's choices and ranges (faux.harness.schema.Reading)
+    ("reading.tau", 0, "one of 0.3, 1.0"),
+    ("reading.beta", -1.0, "one of 0.2, 1.0"),
     ("reading.fraction", 1.5, "a finite number in (0, 1]"),
-    ("reading.latent_dim", "table3", "an integer >= 1 or table2"),
+    ("reading.fraction", True, "a finite number in (0, 1]"),
+    ("reading.latent_dim", "table3", "one of table2, 16"),
+    ("reading.ng", "bad", "one of feature, sample"),
     ("synthetic.threshold_k", -1.0, "a finite number >= 0"),
     ("synthetic.threshold_k", float("inf"), "a finite number >= 0"),
     ("synthetic.options.ig_steps", 0, "an integer >= 1"),
@@ -111,7 +114,8 @@ GOOD = [
     ("model.gan.transport_weight", 1e-5), ("model.target.lr", 1e-3), ("model.fair.alpha_decay", 1),
     ("model.fair.decor_momentum", 0.0), ("model.fair.probe_step", 1.25),
     ("model.fair.adv_lr", None), ("synthetic.threshold_k", 0), ("real_study.targets.probe_max", 1.0),
-    ("reading.latent_dim", "table2"), ("reading.latent_dim", 16),
+    ("reading.latent_dim", "table2"), ("reading.latent_dim", 16), ("reading.fraction", 1),
+    ("reading.tau", 1.0),
 ]
 
 
@@ -228,7 +232,7 @@ def test_every_rule_names_a_field_the_configs_have():
     """A rule for a field no config has (a typo, a renamed field) fails here: each names a
     field of a shipped config, or of the CVAE settings (``GENERATOR_DEFAULT``) for the
     generator overrides, or of ``ScoreOptions`` for the scorer options (``synthetic.options``
-    is empty: the reading sets them)."""
+    is empty: the reading sets them; the real study's leave out what it takes as is)."""
     import dataclasses
 
     from faux.harness.validate import RULES, _walk
@@ -241,7 +245,8 @@ def test_every_rule_names_a_field_the_configs_have():
         if pattern.startswith(("profile.generators.", "synthetic.generators.")):
             if pattern.rsplit(".", 1)[1] not in GENERATOR_DEFAULT:
                 unknown.append(pattern)
-        elif pattern.startswith("synthetic.options."):
+        elif pattern.startswith(("synthetic.options.", "real_study.options.",
+                                 "real_study.report_options.")):
             if pattern.rsplit(".", 1)[1] not in {f.name for f in dataclasses.fields(ScoreOptions)}:
                 unknown.append(pattern)
         elif not any(list(_walk(c, pattern.split("."), "")) for c in configs):
@@ -258,15 +263,16 @@ def _leaves(node, prefix=""):
 
 
 def test_every_numeric_field_of_profile_synthetic_and_model_has_a_rule():
-    """A number or flag added to conf/profile, conf/synthetic or conf/model without a rule fails
-    here (so the table stays the whole list)."""
-    from faux.harness.validate import rule_for
+    """A number or flag added to conf/profile, conf/synthetic, conf/model or conf/reading
+    without a rule (the table's, or the reading schema's choices or range) fails here (so
+    the checks stay the whole list)."""
+    from faux.harness.validate import expected
 
     missing = set()
     for _, sections in _shipped_configs():
         for top in ("seed", "profile", "reading", "synthetic", "model"):
             for key, value in _leaves(sections.get(top), top):
-                if isinstance(value, (int, float, bool)) and rule_for(key) is None:
+                if isinstance(value, (int, float, bool)) and expected(key) is None:
                     missing.add(key)
     assert sorted(missing) == []
 

@@ -130,20 +130,51 @@ class Reading:
         label = f"reading {self.name}"
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            if "choices" in f.metadata:
-                if v == MISSING:
-                    raise ConfigError(f"{label}: axis {f.name!r} has no value; choose one of "
-                                      f"{', '.join(map(str, f.metadata['choices']))}")
-                if isinstance(v, bool) or v not in f.metadata["choices"]:
-                    raise ConfigError(f"{label}: {f.name}={v!r} is not one of "
-                                      f"{', '.join(map(str, f.metadata['choices']))}")
-            elif "range" in f.metadata:
-                lo, hi = f.metadata["range"]
-                if (isinstance(v, bool) or not isinstance(v, int | float)
-                        or not lo < float(v) <= hi):
-                    raise ConfigError(f"{label}: {f.name}={v!r} must be a number in "
-                                      f"({lo}, {hi}]")
+            if "choices" in f.metadata and v == MISSING:
+                raise ConfigError(f"{label}: axis {f.name!r} has no value; choose one of "
+                                  f"{', '.join(map(str, f.metadata['choices']))}")
+            if not _allowed(f, v):
+                raise ConfigError(f"{label}: {f.name}={v!r} " + (
+                    f"is not one of {', '.join(map(str, f.metadata['choices']))}"
+                    if "choices" in f.metadata else
+                    "must be a number in ({}, {}]".format(*f.metadata["range"])))
 
+
+def _allowed(f: dataclasses.Field, v) -> bool:
+    """Whether ``v`` is a value the reading field ``f`` allows (its choices or its range)."""
+    if "choices" in f.metadata:
+        return not isinstance(v, bool) and v in f.metadata["choices"]
+    if "range" in f.metadata:
+        lo, hi = f.metadata["range"]
+        return (not isinstance(v, bool) and isinstance(v, int | float)
+                and lo < float(v) <= hi)
+    return True
+
+
+def reading_expected(key: str) -> str | None:
+    """``expected ...`` for a dotted reading key (``reading.tau``), None for any other key or
+    a field with no choices or range."""
+    group, _, name = key.partition(".")
+    f = _READING_FIELDS.get(name) if group == "reading" else None
+    if f is None:
+        return None
+    if "choices" in f.metadata:
+        return f"expected one of {', '.join(map(str, f.metadata['choices']))}"
+    if "range" in f.metadata:
+        return "expected a finite number in ({:g}, {:g}]".format(*f.metadata["range"])
+    return None
+
+
+def reading_refused(reading) -> list[str]:
+    """The fields of ``reading`` (a resolved reading, maybe partial) whose value is outside
+    their choices or range, in the schema's order."""
+    if not isinstance(reading, dict):
+        return []
+    return [name for name, f in _READING_FIELDS.items()
+            if name in reading and not _allowed(f, reading[name])]
+
+
+_READING_FIELDS = {f.name: f for f in dataclasses.fields(Reading)}
 
 #: reading axis -> its allowed values
 READING_CHOICES: dict[str, tuple] = {f.name: f.metadata["choices"]

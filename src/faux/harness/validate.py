@@ -15,7 +15,8 @@ expanded jobs (``seed=-1,0``), so a bad swept value also fails before the first 
 
 The table covers the seed, every size, epoch, step, count and rate field of
 conf/profile/*.yaml, conf/synthetic/*.yaml and conf/model/**.yaml, and the numeric fields of the
-experiments' own sections (``real_study``, ``fig8``). Profile keys come before the model keys
+experiments' own sections (``real_study``, ``fig8``). A reading's values are checked against
+their choices and ranges where they are written, the schema (``faux.harness.schema.Reading``). Profile keys come before the model keys
 that interpolate them (``model.target.max_epochs: ${profile.max_epochs}``), so the message
 names the key the user typed. Integers are strict: ``3.0``, ``"3"`` and ``true`` are not
 integers; numbers must be finite. A key the config does not have is not checked.
@@ -137,11 +138,6 @@ RULES: dict[str, Rule] = {
                        "depth": COUNT, "latent_dim": COUNT, "beta": WEIGHT, "lr": RATE,
                        "epochs": COUNT, "max_steps": COUNT, "batch_size": COUNT,
                        "patience": PATIENCE, "val_fraction": FRACTION}.items()},
-    # the reading's numbers (conf/reading/*.yaml), before the study keys that interpolate them
-    "reading.tau": RATE,
-    "reading.beta": WEIGHT,
-    "reading.latent_dim": Rule("int", 1, words=("table2",)),   # table2: Table 2's per dataset
-    "reading.fraction": Rule("float", 0, 1, lo_open=True),
     # conf/synthetic/*.yaml
     "synthetic.threshold_k": WEIGHT,
     "synthetic.options.ig_steps": COUNT,
@@ -228,14 +224,18 @@ def _walk(node, parts: list[str], prefix: str):
 
 
 def problems(plain: dict) -> list[str]:
-    """Every ``<key>=<value>: expected ...`` of ``plain`` (a resolved config), in table order,
-    after every key the schema of its group lacks (``faux.harness.schema``: one added with
-    ``+``, which composition lets through)."""
-    from faux.harness.schema import SCHEMAS, unknown_keys
+    """Every ``<key>=<value>: expected ...`` of ``plain`` (a resolved config): every key the
+    schema of its group lacks (``faux.harness.schema``: one added with ``+``, which
+    composition lets through), the reading's values outside their choices or range (the
+    schema's :class:`~faux.harness.schema.Reading`), then the table's keys in order."""
+    from faux.harness.schema import SCHEMAS, reading_refused, unknown_keys
 
     out = [f"{key}: not a key of the {key.split('.')[0]} schema "
            f"(faux.harness.schema.{SCHEMAS[key.split('.')[0]].__name__})"
            for key in unknown_keys(plain)]
+    reading = plain.get("reading")
+    out += [f"reading.{name}={show(reading[name])}: {expected(f'reading.{name}')}"
+            for name in reading_refused(reading)]
     for pattern, rule in RULES.items():
         for key, value in _walk(plain, pattern.split("."), ""):
             if not rule.ok(value):
@@ -260,11 +260,29 @@ def rule_for(key: str) -> Rule | None:
     return None
 
 
+def expected(key: str) -> str | None:
+    """``expected ...`` for a dotted config key: its rule's words, or the reading schema's
+    choices or range (``faux.harness.schema.reading_expected``); None when neither has it."""
+    from faux.harness.schema import reading_expected
+
+    rule = rule_for(key)
+    return rule.expected() if rule is not None else reading_expected(key)
+
+
 def check_override(key: str, value) -> None:
-    """Raise a one-line ConfigError when ``key=value`` (a parsed override) breaks its rule.
-    Interpolations (``${...}``) are left to :func:`check` on the resolved config."""
-    rule = rule_for(key.lstrip("+~"))
-    if rule is None or (isinstance(value, str) and "${" in value):
+    """Raise a one-line ConfigError when ``key=value`` (a parsed override) breaks its rule or
+    the reading schema. Interpolations (``${...}``) are left to :func:`check` on the
+    resolved config."""
+    from faux.harness.schema import reading_refused
+
+    key = key.lstrip("+~")
+    if isinstance(value, str) and "${" in value:
         return
-    if not rule.ok(value):
-        raise ConfigError(f"{key.lstrip('+~')}={show(value)}: {rule.expected()}")
+    rule = rule_for(key)
+    if rule is not None:
+        bad = not rule.ok(value)
+    else:
+        group, _, name = key.partition(".")
+        bad = group == "reading" and bool(reading_refused({name: value}))
+    if bad:
+        raise ConfigError(f"{key}={show(value)}: {expected(key)}")

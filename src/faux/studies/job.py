@@ -85,14 +85,12 @@ def data_sha256(plain: dict) -> str | None:
 
 
 def validate(plain: dict) -> None:
-    """Checks that need no training, run before the study: every numeric harness value
-    (``faux.harness.validate.RULES``: seed, sizes, epochs, steps, rates), a synthetic job's
-    column options (``faux.synth.sampler.check_synthetic_options``: datasets, bias, fusion,
-    decoding, tau) and its method name (the registry). Raises a one-line ConfigError."""
+    """The job's own checks that need no training, run once before the study (the harness's
+    numbers, ``faux.harness.validate``, are checked before this by ``faux.run``): a synthetic
+    job's column options (``faux.synth.sampler.check_synthetic_options``: datasets, bias,
+    fusion, decoding, tau) and its method name (the registry). Raises a one-line
+    ConfigError."""
     from faux.errors import ConfigError
-    from faux.harness import validate as harness_validate
-
-    harness_validate.check(plain)
 
     column = plain.get("column")
     columns = plain.get("columns")
