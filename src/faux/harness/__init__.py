@@ -12,7 +12,11 @@
 - :mod:`~faux.harness.schema`: the typed schema of the profile, synthetic and reading groups
   (Hydra structured configs)
 - :mod:`~faux.harness.cache`: the artifact cache
-- :mod:`~faux.harness.progress`: sweep progress (Hydra callback)
+- :mod:`~faux.harness.files`: a file's SHA-256 and the atomic writes every writer shares
+- :mod:`~faux.harness.progress`: sweep progress (Hydra callback), with a job's headline
+  (:mod:`~faux.harness.headlines`), the sweep's jobs (:mod:`~faux.harness.sweep_jobs`) and
+  the count and its display (:mod:`~faux.harness.tally`)
+- :mod:`~faux.harness.exits`: how ``python -m faux.run`` ends (one-line errors, exit codes)
 - :mod:`~faux.harness.console`, :mod:`~faux.harness.provenance`: summaries and table
   provenance of the aggregation
 

@@ -85,7 +85,7 @@ def check_launch(config: DictConfig, sweep: bool) -> None:
     validate.check(_sections(config))
     if not sweep:
         return
-    from faux.harness.progress import expand_sweep
+    from faux.harness.sweep_jobs import expand_sweep
 
     jobs, _ = expand_sweep(config)
     texts = sorted({o for job in jobs or [] for o in job})

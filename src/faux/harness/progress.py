@@ -20,20 +20,22 @@ says ``cached`` and it counts as done immediately; the estimate of time left use
 durations of jobs that computed. On a terminal the display is a live ``rich`` progress bar
 (each finished job printed above it); in a log or CI it is one plain line per job. Set
 ``FAUX_PROGRESS=plain|rich|off`` to choose. Nothing here writes into a job's result files.
-On Ctrl-C, ``python -m faux.run`` stops the display without its summary (:func:`stop_for_interrupt`)
-and prints one line instead.
+On Ctrl-C, ``python -m faux.run`` stops the display without its summary
+(:func:`stop_for_interrupt`) and prints one line instead.
+
+Here: the callback and the event files. A job's headline is :mod:`faux.harness.headlines`,
+the sweep's jobs and cells :mod:`faux.harness.sweep_jobs`, the count and its display
+:mod:`faux.harness.tally`.
 """
 
 from __future__ import annotations
 
 import atexit
 import json
-import math
 import os
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,303 +44,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from faux.harness.disk import is_full, raise_if_full
 from faux.harness.files import write_json_atomic
+from faux.harness.headlines import headline
+from faux.harness.sweep_jobs import cell_name, expand_sweep, job_count, parallelism
+from faux.harness.tally import Tally, display_for
 
 EVENTS_DIR = ".progress"
 MODES = ("auto", "rich", "plain", "off")
 
 
-# --------------------------------------------------------------------------- headline
-def _mean(values) -> float | None:
-    v = [float(x) for x in values or [] if isinstance(x, (int, float)) and math.isfinite(x)]
-    return sum(v) / len(v) if v else None
-
-
-def _mean_std(values) -> str | None:
-    v = [float(x) for x in values or [] if isinstance(x, (int, float)) and math.isfinite(x)]
-    if not v:
-        return None
-    m = sum(v) / len(v)
-    if len(v) == 1:
-        return f"{m:.3f}"
-    s = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1))
-    return f"{m:.3f} ± {s:.3f}"
-
-
-def _table1(m: dict) -> str | None:
-    ap = _mean_std(m.get("ap_runs"))
-    return f"AP {ap}" if ap else None
-
-
-def _fig5(m: dict) -> str | None:
-    ap = m.get("ap")
-    if not isinstance(ap, dict) or not ap:
-        return None
-    return "AP " + " ".join(f"{k} {v:.3f}" for k, v in ap.items() if isinstance(v, (int, float)))
-
-
-def _fig11(m: dict) -> str | None:
-    parts = [f"{k.upper() if k != 'ap' else 'AP'} {m[k]:.3f}" for k in ("ap", "ks", "mse")
-             if isinstance(m.get(k), (int, float))]
-    return " ".join(parts) or None
-
-
-def _real(m: dict) -> str | None:
-    ndcg = (m.get("table3") or {}).get("ndcg")
-    if isinstance(ndcg, dict) and ndcg:
-        return "NDCG " + " ".join(f"{k} {v:.3f}" for k, v in ndcg.items()
-                                  if isinstance(v, (int, float)))
-    return None
-
-
-def _summary(m: dict) -> str | None:
-    if "n_rows" in m and "n_features" in m:
-        pos = m.get("positive_rate")
-        return (f"{m['n_rows']} rows x {m['n_features']} features"
-                + (f", positive rate {pos:.3f}" if isinstance(pos, (int, float)) else ""))
-    return None
-
-
-def _fig8(m: dict) -> str | None:
-    rows = m.get("rows")
-    return f"{len(rows)} histograms" if isinstance(rows, list) else None
-
-
-#: job name -> headline of its metrics (old and new job names)
-HEADLINES = {"table1_cell": _table1, "table1": _table1, "fig5_cell": _fig5, "fig5": _fig5,
-             "fig11_cell": _fig11, "fig11": _fig11, "real_cell": _real, "real": _real,
-             "summary": _summary, "fig8": _fig8}
-#: a metric key that identifies the job when its name is not in HEADLINES
-SIGNATURES = (("ap_runs", _table1), ("table3", _real), ("ks", _fig11), ("ap", _fig5),
-              ("n_rows", _summary), ("rows", _fig8))
-
-
-def _fallback(m: dict) -> str:
-    """The first two numeric metrics (a list of numbers shows its mean)."""
-    parts = []
-    for k, v in m.items():
-        if isinstance(v, bool):
-            continue
-        if isinstance(v, (int, float)) and math.isfinite(v):
-            parts.append(f"{k} {v:.4g}")
-        elif isinstance(v, list) and (mv := _mean(v)) is not None:
-            parts.append(f"{k} {mv:.4g}")
-        if len(parts) == 2:
-            break
-    return " ".join(parts)
-
-
-def headline(result: dict) -> str:
-    """A short text of a job's main metric, read from its ``result.json`` content."""
-    m = result.get("metrics")
-    if not isinstance(m, dict):
-        return ""
-    if m.get("skipped"):
-        return f"skipped: {str(m['skipped'])[:80]}"
-    fns = [HEADLINES.get(str(result.get("job")))] + [f for key, f in SIGNATURES if key in m]
-    for fn in fns:
-        try:
-            text = fn(m) if fn else None
-        except (TypeError, ValueError, KeyError, AttributeError):
-            text = None
-        if text:
-            return text
-    return _fallback(m)
-
-
-# --------------------------------------------------------------------------- counting
-def expand_sweep(cfg: DictConfig) -> tuple[list[list[str]] | None, list[str]]:
-    """The jobs' overrides as the basic sweeper expands them, and the swept keys.
-
-    ``(None, [])`` for another sweeper (its number of jobs is not known up front, except
-    ``n_trials`` of optimising sweepers, which :func:`job_count` reads).
-    """
-    sweeper = OmegaConf.select(cfg, "hydra.sweeper._target_", default="") or ""
-    if not sweeper.endswith(("BasicSweeper", "CoveringSweeper")):
-        return None, []
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    try:
-        # as Hydra does: the sweeper's params resolved (instantiate resolves them, e.g. a
-        # resolver listing the methods), the command line's overrides as typed
-        params = OmegaConf.select(cfg, "hydra.sweeper.params", default=None)
-        params = OmegaConf.to_container(params, resolve=True) if params is not None else {}
-        args = [f"{k}={v}" for k, v in params.items()]
-        args += list(OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
-        overrides = OverridesParser.create().parse_overrides(args)
-        jobs = BasicSweeper.split_arguments(overrides, None)[0]
-    except Exception:       # e.g. glob() sweeps need Hydra's config loader: count as unknown
-        return None, []
-    swept = []
-    for o in overrides:
-        key = o.get_key_element()
-        if o.is_sweep_override():
-            if key not in swept:
-                swept.append(key)
-        elif key in swept:          # a later plain value replaces an earlier sweep
-            swept.remove(key)
-    return jobs, swept
-
-
-def job_count(cfg: DictConfig) -> int | None:
-    jobs, _ = expand_sweep(cfg)
-    if jobs is not None:
-        return len(jobs)
-    n = OmegaConf.select(cfg, "hydra.sweeper.n_trials", default=None)
-    return int(n) if isinstance(n, int) else None
-
-
-def parallelism(cfg: DictConfig) -> int | None:
-    """Jobs running at once for the local launchers; None when unknown (Ray, SLURM)."""
-    target = OmegaConf.select(cfg, "hydra.launcher._target_", default="") or ""
-    if target.endswith("BasicLauncher"):
-        return 1
-    if "joblib" in target.lower():
-        try:
-            n = int(OmegaConf.select(cfg, "hydra.launcher.n_jobs", default=-1))
-        except (TypeError, ValueError):
-            return None
-        cpus = os.cpu_count() or 1
-        return max(1, n if n > 0 else cpus + 1 + n)
-    return None
-
-
-def cell_name(overrides: list[str], swept: list[str]) -> str:
-    """``Synthetic-1/faux`` from the job's overrides: the values of the swept keys."""
-    kv = dict(o.split("=", 1) for o in overrides if "=" in o)
-    keys = [k.lstrip("+~") for k in swept]
-    kv = {k.lstrip("+~"): v for k, v in kv.items()}
-    vals = [kv[k] for k in keys if k in kv]
-    return "/".join(vals) if vals else " ".join(overrides) or "(no overrides)"
-
-
-def fmt_time(s: float | None) -> str:
-    if s is None or not math.isfinite(s):
-        return "?"
-    s = int(round(s))
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
-
-
-@dataclass
-class Tally:
-    """What the launching process knows: events seen so far, and the time left estimate."""
-
-    total: int | None
-    parallel: int | None = None
-    started: float = field(default_factory=time.monotonic)
-    events: dict[int, dict] = field(default_factory=dict)
-
-    @property
-    def done(self) -> int:
-        return len(self.events)
-
-    def computed(self) -> list[float]:
-        return [e["seconds"] for e in self.events.values() if e["status"] != "cached"]
-
-    def eta(self, now: float | None = None) -> float | None:
-        """Time left: jobs left x mean duration of the jobs that computed / jobs at once.
-
-        ``jobs at once`` is the launcher's parallelism when known (basic 1, joblib n_jobs),
-        else the observed one (sum of durations / elapsed)."""
-        if self.total is None:
-            return None
-        left = self.total - self.done
-        if left <= 0:
-            return 0.0
-        d = self.computed()
-        if not d:
-            return None
-        elapsed = (now or time.monotonic()) - self.started
-        par = self.parallel or max(1.0, sum(d) / max(elapsed, 1e-9))
-        return left * (sum(d) / len(d)) / min(par, left)
-
-    def line(self, ev: dict, now: float | None = None) -> str:
-        now = now or time.monotonic()
-        n = "?" if self.total is None else str(self.total)
-        text = f"[{self.done}/{n}] {ev['cell']} {ev['status']} {ev['seconds']:.1f}s"
-        if ev.get("headline"):
-            text += f" {ev['headline']}"
-        if ev["status"] == "failed":
-            text += f" ({ev.get('error', '')}; log: {ev.get('log')})"
-        return text + f" | elapsed {fmt_time(now - self.started)}, left ~{fmt_time(self.eta(now))}"
-
-    def summary(self, cells: dict[int, str] | None = None) -> list[str]:
-        counts: dict[str, int] = {}
-        for e in self.events.values():
-            counts[e["status"]] = counts.get(e["status"], 0) + 1
-        n = "?" if self.total is None else str(self.total)
-        missing = [c for num, c in sorted((cells or {}).items()) if num not in self.events]
-        parts = [f"{v} {k}" for k, v in sorted(counts.items())]
-        if missing:            # every job counted: finished ones by status, the rest not run
-            parts.append(f"{len(missing)} not run")
-        lines = [f"[sweep] {self.done}/{n} jobs in {fmt_time(time.monotonic() - self.started)}: "
-                 + (", ".join(parts) or "none finished")]
-        for num in sorted(self.events):
-            e = self.events[num]
-            if e["status"] == "failed":
-                lines.append(f"  failed: {e['cell']} (log: {e.get('log')})")
-        if missing:
-            lines.append(f"  not finished ({len(missing)}): " + ", ".join(missing))
-        return lines
-
-
-# --------------------------------------------------------------------------- display
-class _Plain:
-    def __init__(self, stream):
-        self.stream = stream
-
-    def start(self, total):
-        pass
-
-    def job(self, line: str, tally: Tally):
-        print(line, file=self.stream, flush=True)
-
-    def stop(self, lines: list[str]):
-        for line in lines:
-            print(line, file=self.stream, flush=True)
-
-
-class _Rich:
-    def __init__(self, stream):
-        from rich.console import Console
-
-        self.console = Console(file=stream)
-        self.progress = None
-
-    def start(self, total):
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self.progress = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("left ~{task.fields[eta]}"),
-                                 console=self.console, transient=False)
-        self.task = self.progress.add_task("sweep", total=total, eta="?")
-        self.progress.start()
-
-    def job(self, line: str, tally: Tally):
-        self.progress.console.print(line, highlight=False, markup=False, soft_wrap=True)
-        self.progress.update(self.task, completed=tally.done, eta=fmt_time(tally.eta()))
-
-    def stop(self, lines: list[str]):
-        self.progress.stop()
-        for line in lines:
-            self.console.print(line, highlight=False, markup=False, soft_wrap=True)
-
-
-def _display(mode: str, stream):
-    if mode == "auto":
-        mode = "rich" if stream.isatty() else "plain"
-    return _Rich(stream) if mode == "rich" else _Plain(stream)
-
-
-# --------------------------------------------------------------------------- callback
 def _stat(path: Path) -> tuple[int, int] | None:
     try:
         st = path.stat()
@@ -440,7 +153,7 @@ class SweepProgress(Callback):
         jobs, swept = expand_sweep(config)
         total = len(jobs) if jobs is not None else job_count(config)
         tally = Tally(total=total, parallel=parallelism(config))
-        display = _display(self.mode, sys.stderr)
+        display = display_for(self.mode, sys.stderr)
         display.start(total)
         cells = {i: cell_name(o, swept) for i, o in enumerate(jobs)} if jobs else {}
         stop = threading.Event()
