@@ -1,42 +1,46 @@
-"""Throughput and peak memory of `faux audit` (fAux+NG, autograd, TorchScript MLP), and
-exact against finite-difference scoring of one scikit-learn LogisticRegression.
+"""Speed and peak memory of `faux audit`, each line with its budget where it has one.
 
-Writes a Parquet file of ``--rows`` rows x ``--features`` float32 features plus a binary
-protected column (generated in chunks, so the generator itself stays small), then runs
-``faux audit`` on it in a child process, thresholds calibrated (the default: null aux models
-on a permuted protected attribute), and prints:
+In this process (each case skipped with 0 rows; ``_over_budget``: measured / budget for
+times, budget / measured for speeds, so that <= 1 is within budget for both):
+
+    audit_default_wall_s (``--default-rows``, 12,000): one default audit (the effect verdict,
+        3 aux seeds, 3 null models) of a LogisticRegression on 8 features saved with skops
+        and audited from the file; audit_default_aux_training_s: its aux models' training;
+        budget 20 s
+    audit_adult_wall_s (``--adult-rows``, 30,000; skipped when Adult is not under
+        $FAUX_DATA_DIR): one default audit of an MLP Pipeline on Adult's raw rows (one-hot
+        encoder, scaler, MLPClassifier (64, 32): 96 encoded columns, exact scoring); budget
+        20 s
+    audit_tree_rows_per_s (``--tree-rows``, 30,000): the pass over the rows (the effect verdict
+        and the diagnostic scores) of a HistGradientBoostingClassifier on 20 features, a black
+        box, with default settings; audit_tree_rows_per_s_whole: rows / the whole audit's wall
+        time; budget 5,000 rows/s for the pass. ``--tree-compare``: the same audit again with
+        ``fd_scores="all"`` (every row's finite-difference scores), and the ratio of the two
+        passes measured in this run
+    audit_exact_over_fd (``--exact-rows``, 100,000): one LogisticRegression on ``--features``
+        features audited twice, scored exactly (autograd through its torch conversion) and by
+        forced finite differences with ``fd_scores="all"``, under ``--exact-verdict`` (default
+        score: the pass is the scoring of every row; under the effect verdict both passes also
+        make the same counterfactual model calls): the finite-difference pass's time over the
+        exact one's; audit_exact_over_fd_total: whole audits; audit_exact_fd_spearman: the
+        smallest Spearman correlation of the two modes' scores; budget 10 for the pass
+
+Then (``--rows``, 0: none) a Parquet file of ``--rows`` rows x ``--features`` float32
+features plus a binary protected column (generated in chunks, so the generator itself stays
+small) audited by ``faux audit`` in a child process (fAux+NG, a TorchScript 2x64 MLP, exact,
+the default effect verdict, calibrated thresholds), which prints
 
     audit_rows_per_s: rows / wall time of the whole audit (scan, aux, null models, scoring,
-        report)
+        report); audit_s_per_million_rows against the score verdict's 24 s per million rows
+        before the effect verdict became the default
     audit_scoring_rows_per_s: rows / time of the scoring pass alone
-    audit_peak_rss_mb: peak resident memory of the audit process
+    audit_peak_rss_mb: peak resident memory of the audit process; budget 2,048 MB
     audit_null_models_s (with --null-time): the extra wall time of the calibration, the same
         audit run again with a manual --threshold (no null models) subtracted
 
-Before that (unless ``--exact-rows 0``), in this process: one LogisticRegression audited
-on ``--exact-rows`` in-memory rows twice, scored exactly (autograd through its torch
-conversion) and by forced finite differences, and prints
-
-    audit_exact_over_fd: finite-difference scoring time / exact scoring time (the pass
-        over the rows; ``audit_exact_over_fd_total``: whole audits, null models included)
-    audit_exact_fd_spearman: the smallest Spearman correlation of the two modes' scores
-
-And the speed budget (docs/audit.md), in this process, each line with its ratio to the
-budget (``_over_budget``: measured / budget for times, budget / measured for speeds, so
-that <= 1 is within budget for both):
-
-    audit_default_wall_s (``--default-rows``, 12,000): one default audit (the effect
-        verdict, 3 aux seeds, 3 null models) of an in-memory LogisticRegression on 8
-        features; audit_default_aux_training_s: its aux models' training (every view, every
-        seed, the null models); budget 20 s
-    audit_tree_rows_per_s (``--tree-rows``, 30,000): the full pass over the rows (scores and
-        the default effect verdict) of a HistGradientBoostingClassifier on 20 features, a
-        black box; audit_tree_model_calls_per_row: its finite-difference model calls per
-        row; budget 5,000 rows/s
-
 Usage: .venv/bin/python bench/audit.py [--rows 1000000] [--features 50] [--dir /tmp/...]
-       [--exact-rows 100000] [--null-time] [--default-rows 12000] [--tree-rows 30000]
-       (``--rows 0``: no file-based audit)
+       [--exact-rows 100000] [--exact-verdict score] [--null-time] [--default-rows 12000]
+       [--adult-rows 30000] [--tree-rows 30000] [--tree-compare]
 """
 
 from __future__ import annotations
@@ -114,7 +118,8 @@ def exact_vs_fd(rows: int, d: int, verdict: str = "effect") -> None:
         tm = from_estimator(lr, "LogisticRegression", exact=exact)
         assert tm.differentiable == exact, tm.scoring_mode
         t0 = time.perf_counter()
-        res = faux.audit(tm, x, c, aux_epochs=5, progress=False, verdict=verdict)
+        res = faux.audit(tm, x, c, aux_epochs=5, progress=False, verdict=verdict,
+                         fd_scores="all")
         runs[mode] = (res, time.perf_counter() - t0)
         print(f"# {mode}: {tm.scoring_mode}; scoring {res.summary['scoring']['seconds']:.2f} s, "
               f"whole audit {runs[mode][1]:.1f} s", file=sys.stderr)
@@ -122,13 +127,21 @@ def exact_vs_fd(rows: int, d: int, verdict: str = "effect") -> None:
     ratio = fd.summary["scoring"]["seconds"] / max(ex.summary["scoring"]["seconds"], 1e-9)
     rho = min(spearmanr(ex.scores[m], fd.scores[m])[0] for m in ex.summary["settings"]["methods"])
     print(f"audit_exact_rows: {rows}")
+    print(f"audit_exact_verdict: {verdict}")
+    print(f"audit_exact_scoring_s: {ex.summary['scoring']['seconds']:.2f}")
+    print(f"audit_fd_scoring_s: {fd.summary['scoring']['seconds']:.2f}")
     print(f"audit_exact_over_fd: {ratio:.1f}")
+    print(f"audit_exact_over_fd_over_budget: {EXACT_OVER_FD_BUDGET / max(ratio, 1e-9):.2f}")
     print(f"audit_exact_over_fd_total: {t_fd / t_ex:.2f}")
     print(f"audit_exact_fd_spearman: {rho:.4f}")
 
 
 DEFAULT_BUDGET_S = 20.0
+ADULT_BUDGET_S = 20.0
 TREE_BUDGET_ROWS_PER_S = 5000.0
+EXACT_OVER_FD_BUDGET = 10.0
+RSS_BUDGET_MB = 2048.0
+OLD_S_PER_MILLION = 24.0  # the score verdict's whole audit per million rows, before
 
 
 @contextlib.contextmanager
@@ -155,8 +168,8 @@ def _timed_training():
 
 
 def default_audit(rows: int) -> None:
-    """One default audit of an in-memory LogisticRegression whose decision reads a proxy of
-    the protected attribute (8 features), timed whole, the aux training apart."""
+    """One default audit of a LogisticRegression (a skops file) whose decision reads a proxy
+    of the protected attribute (8 features), timed whole, the aux training apart."""
     import warnings
 
     import pandas as pd
@@ -169,23 +182,30 @@ def default_audit(rows: int) -> None:
     zip_ = c + 0.4 * rng.normal(size=rows)
     X = pd.DataFrame({**{f"f{j}": rng.normal(size=rows) for j in range(7)}, "zip": zip_})
     y = (X["f0"] + 1.5 * X["zip"] > 0.7).astype(int)
-    with warnings.catch_warnings(), _timed_training() as spent:
+    import skops.io as sio
+
+    with warnings.catch_warnings(), _timed_training() as spent, \
+            tempfile.TemporaryDirectory() as tmp:
         warnings.simplefilter("ignore")
         model = LogisticRegression(max_iter=1000).fit(X.to_numpy(), y)
+        path = Path(tmp) / "model.skops"
+        sio.dump(model, path)
         t0 = time.perf_counter()
-        res = faux.audit(model, X, c, seed=0, progress=False, report=False)
+        res = faux.audit(str(path), X, c, seed=0, progress=False, report=False)
         wall = time.perf_counter() - t0
-    print(f"# default audit: {res.summary['flagged']['count']:,} of {rows:,} rows flagged; "
-          f"aux trainings of {len(spent)} stacks", file=sys.stderr)
+    print(f"# default audit: {res.summary['scoring']['mode']}; "
+          f"{res.summary['flagged']['count']:,} of {rows:,} rows flagged; aux trainings of "
+          f"{len(spent)} stacks", file=sys.stderr)
     print(f"audit_default_rows: {rows}")
     print(f"audit_default_wall_s: {wall:.1f}")
     print(f"audit_default_aux_training_s: {sum(spent):.1f}")
     print(f"audit_default_wall_over_budget: {wall / DEFAULT_BUDGET_S:.2f}")
 
 
-def tree_audit(rows: int, d: int = 20) -> None:
+def tree_audit(rows: int, d: int = 20, compare: bool = False) -> None:
     """One default audit of a HistGradientBoostingClassifier (a black box: finite
-    differences, the effect verdict's counterfactuals by model calls)."""
+    differences, the effect verdict's counterfactuals by model calls); with ``compare`` the
+    same audit with ``fd_scores="all"`` too."""
     import warnings
 
     import pandas as pd
@@ -199,20 +219,82 @@ def tree_audit(rows: int, d: int = 20) -> None:
     X["f0"] += c  # feature 0 carries c
     y = (X["f0"] + X["f1"] - 0.5 * X["f2"] + rng.logistic(size=rows) > 0.5).astype(int)
     model = HistGradientBoostingClassifier(max_iter=100, random_state=0).fit(X.to_numpy(), y)
-    with warnings.catch_warnings():
+    runs = {}
+    for mode in ("sample", "all") if compare else ("sample",):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.perf_counter()
+            res = faux.audit(model, X, c, seed=0, progress=False, report=False, fd_scores=mode)
+            runs[mode] = (res, time.perf_counter() - t0)
+    res, wall = runs["sample"]
+    sc = res.summary["scoring"]
+    print(f"# tree ensemble: {sc['mode']}; full pass {sc['seconds']:.1f} s, whole audit "
+          f"{wall:.1f} s; scores of {sc['rows_scored']:,} rows ({sc['rows_scored_are']})",
+          file=sys.stderr)
+    print(f"audit_tree_rows: {rows}")
+    print(f"audit_tree_rows_per_s: {sc['rows_per_s']:.0f}")
+    print(f"audit_tree_rows_per_s_whole: {rows / wall:.0f}")
+    print(f"audit_tree_model_calls_per_scored_row: {sc['model_calls_per_row']}")
+    print(f"audit_tree_rows_scored: {sc['rows_scored']}")
+    print(f"audit_tree_wall_s: {wall:.1f}")
+    print(f"audit_tree_rows_per_s_over_budget: "
+          f"{TREE_BUDGET_ROWS_PER_S / max(sc['rows_per_s'], 1e-9):.2f}")
+    if compare:
+        every, wall_all = runs["all"]
+        sa = every.summary["scoring"]
+        same = bool((every.scores["flagged"] == res.scores["flagged"]).all())
+        print(f"audit_tree_all_rows_per_s: {sa['rows_per_s']:.0f}")
+        print(f"audit_tree_all_wall_s: {wall_all:.1f}")
+        print(f"audit_tree_pass_speedup_sample_over_all: "
+              f"{sc['rows_per_s'] / max(sa['rows_per_s'], 1e-9):.1f}")
+        print(f"audit_tree_whole_speedup_sample_over_all: {wall_all / wall:.1f}")
+        print(f"audit_tree_same_flags: {same}")
+
+
+def adult_audit(rows: int) -> None:
+    """One default audit of the MLP Pipeline of ``bench/audit_validity.py --adult`` on a
+    ``rows``-row sample of Adult (exact scoring after its encoders); skipped when Adult is
+    not in the data root."""
+    import warnings
+
+    from sklearn.compose import ColumnTransformer
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    import faux
+    from faux.data.real import read_adult_frame
+    from faux.errors import FauxError
+
+    try:
+        df = read_adult_frame(download=False).dropna().reset_index(drop=True)
+    except (FauxError, OSError) as err:
+        print(f"# adult: skipped ({' '.join(str(err).split())[:120]})", file=sys.stderr)
+        return
+    df = df.sample(n=min(rows, len(df)), random_state=0).reset_index(drop=True)
+    y = df["income-per-year"].str.startswith(">50K").astype(int).to_numpy()
+    X = df.drop(columns=["sex", "race", "income-per-year", "fnlwgt"])
+    cats = [c for c in X.columns if X[c].dtype == object]
+    nums = [c for c in X.columns if c not in cats]
+    pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), cats),
+                             ("num", StandardScaler(), nums)])
+    c = (df["sex"] == "Male").astype(int).to_numpy()
+    with warnings.catch_warnings(), _timed_training() as spent:
         warnings.simplefilter("ignore")
+        model = Pipeline([("pre", pre), ("mlp", MLPClassifier(
+            (64, 32), max_iter=60, random_state=0))]).fit(X, y)
         t0 = time.perf_counter()
         res = faux.audit(model, X, c, seed=0, progress=False, report=False)
         wall = time.perf_counter() - t0
     sc = res.summary["scoring"]
-    print(f"# tree ensemble: {sc['mode']}; full pass {sc['seconds']:.1f} s, whole audit "
-          f"{wall:.1f} s", file=sys.stderr)
-    print(f"audit_tree_rows: {rows}")
-    print(f"audit_tree_rows_per_s: {sc['rows_per_s']:.0f}")
-    print(f"audit_tree_model_calls_per_row: {sc['model_calls_per_row']}")
-    print(f"audit_tree_wall_s: {wall:.1f}")
-    print(f"audit_tree_rows_per_s_over_budget: "
-          f"{TREE_BUDGET_ROWS_PER_S / max(sc['rows_per_s'], 1e-9):.2f}")
+    print(f"# adult: {sc['mode']}; {len(res.summary['data']['features'])} columns; full pass "
+          f"{sc['seconds']:.1f} s; {res.summary['flagged']['count']:,} rows flagged",
+          file=sys.stderr)
+    print(f"audit_adult_rows: {len(X)}")
+    print(f"audit_adult_wall_s: {wall:.1f}")
+    print(f"audit_adult_aux_training_s: {sum(spent):.1f}")
+    print(f"audit_adult_pass_s: {sc['seconds']:.1f}")
+    print(f"audit_adult_wall_over_budget: {wall / ADULT_BUDGET_S:.2f}")
 
 
 def run_child(cmd: list[str]) -> tuple[float, float]:
@@ -237,18 +319,26 @@ def main() -> None:
                     help="rows of the exact vs finite-difference comparison (0: skip it)")
     ap.add_argument("--null-time", action="store_true",
                     help="also run the audit with a manual threshold to time the null models")
-    ap.add_argument("--exact-verdict", default="effect", choices=["effect", "score"],
-                    help="verdict of the exact vs finite-difference audits (the effect "
-                         "verdict's counterfactual calls are the same in both modes)")
+    ap.add_argument("--exact-verdict", default="score", choices=["effect", "score"],
+                    help="verdict of the exact vs finite-difference audits (default score: "
+                         "the pass is the scoring; the effect verdict's counterfactual calls "
+                         "are the same in both modes)")
     ap.add_argument("--default-rows", type=int, default=12_000,
                     help="rows of the timed default audit (0: skip it)")
     ap.add_argument("--tree-rows", type=int, default=30_000,
                     help="rows of the tree-ensemble audit (0: skip it)")
+    ap.add_argument("--tree-compare", action="store_true",
+                    help="also audit the tree ensemble with fd_scores='all' (every row's "
+                         "finite-difference scores) and print the ratio")
+    ap.add_argument("--adult-rows", type=int, default=30_000,
+                    help="rows of the Adult MLP Pipeline audit (0: skip it)")
     args = ap.parse_args()
     if args.default_rows:
         default_audit(args.default_rows)
+    if args.adult_rows:
+        adult_audit(args.adult_rows)
     if args.tree_rows:
-        tree_audit(args.tree_rows)
+        tree_audit(args.tree_rows, compare=args.tree_compare)
     if args.exact_rows:
         exact_vs_fd(args.exact_rows, args.features, args.exact_verdict)
     if not args.rows:
@@ -273,7 +363,11 @@ def main() -> None:
         print(f"audit_scoring_rows_per_s: {s['scoring']['rows_per_s']:.0f}")
         print(f"audit_scoring_s: {s['scoring']['seconds']:.1f}")
         print(f"audit_wall_s: {wall:.1f}")
+        per_million = wall / (args.rows / 1e6)
+        print(f"audit_s_per_million_rows: {per_million:.1f}")
+        print(f"audit_s_per_million_rows_over_old: {per_million / OLD_S_PER_MILLION:.2f}")
         print(f"audit_peak_rss_mb: {peak_mb:.0f}")
+        print(f"audit_peak_rss_over_budget: {peak_mb / RSS_BUDGET_MB:.2f}")
         if args.null_time:
             manual = [*cmd, "--threshold", "0.5"]
             wall_m, peak_m = run_child(manual)

@@ -126,7 +126,9 @@ def test_a_black_box_is_called_once_per_row_and_counterfactual(world):
 
     kw = dict(sample=sample, aux_epochs=5, progress=False, aux_seeds=seeds,
               null_permutations=perms, batch_size=128)
-    res = faux.audit(counted("effect"), Xs, cs, **kw)
+    # every row's diagnostic scores, as the score verdict computes them (the default
+    # fd_scores="sample" scores the sample rows only: tests/test_audit_sampled_scores.py)
+    res = faux.audit(counted("effect"), Xs, cs, fd_scores="all", **kw)
     old = faux.audit(counted("score"), Xs, cs, verdict="score", **kw)
     directions = 1  # binary c
     # every row and its counterfactual under each aux (in one call per batch), and the

@@ -12,7 +12,7 @@ import torch
 import faux
 from audit_world import proxy_world
 from faux.audit.aux import train_aux
-from faux.audit.data import ProtectedInfo, _standardisation
+from faux.audit.data import ProtectedInfo, standardisation
 from faux.audit.models import from_callable, from_torch
 from faux.audit.scoring import FD_MEMO, Scorer
 from faux.errors import ConfigError
@@ -37,7 +37,7 @@ class Counted:
 
 
 def _auxes(X, c, seeds=(0, 1)):
-    mean, scale = _standardisation(X.values)
+    mean, scale = standardisation(X.values)
     z = (X.values - mean) / scale
     info = ProtectedInfo("binary", [0, 1])
     return mean, scale, [train_aux(z, c, info, epochs=EPOCHS, seed=s)[0] for s in seeds]
@@ -115,3 +115,17 @@ def test_a_bad_fd_scores_is_refused_in_one_line():
     X, c = proxy_world(100)
     with pytest.raises(ConfigError, match=r"fd_scores \(--fd-scores\) must be one of sample, all"):
         _audit(from_callable(Counted()), X, c, fd_scores="some")
+
+
+def test_the_primary_views_aux_null_models_and_seeds_train_as_one_stack(monkeypatch):
+    """1 aux + 2 null models + 1 more seed: one stacked network of 4 members (the effect
+    verdict's null models are the calibration's, not trained again)."""
+    import faux.audit.aux_family as fam_mod
+
+    calls = []
+    real = fam_mod.train_members
+    monkeypatch.setattr(fam_mod, "train_members",
+                        lambda members, **k: calls.append(len(members)) or real(members, **k))
+    X, c = proxy_world(300, seed=5)
+    _audit(torch.jit.script(Proxy()), X, c)
+    assert calls == [4]

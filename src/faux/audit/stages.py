@@ -8,16 +8,25 @@
 4. ``settle``: what is known once every row is scored (the Benjamini-Hochberg cut, the top
    rows, the plot sample, the baselines);
 5. ``faux.audit.summary.build``: summary.json's content and the gate.
+
+``fit``, ``score`` and ``settle`` run torch on one intra-op thread, the caller's count restored
+after (``faux.audit.aux_family.one_thread``, as the aux models train): the audit's torch work
+is many small operations (aux models 64 units wide, a counterfactual path of ``steps``
+gradients per aux model and row), which two threads handing each one off ran 3-5x slower
+than one on a shared 2-core machine (docs/notebook/audit_speed.md); a model on the GPU is
+not affected, nor are the threads of a black box's own library (scikit-learn, LightGBM).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from pathlib import Path
 
 import numpy as np
 
+from faux.audit.aux_family import one_thread
 from faux.audit.calibration import null_quantile, null_scores
 from faux.audit.data import ArraySource, check_columns, open_source, protected_list, scan
 from faux.audit.flagged_rows import RowValues
@@ -195,26 +204,38 @@ def _thresholds(r: Run) -> None:
                         **{m: default_threshold(m) for m in methods[1:]}}
         return
     r.null = null_scores(r.target, r.aux_z, r.sc, r.z_sample, methods, **_aux_settings(st),
-                          n_perm=st.null_permutations, seed=st.seed, fd_step=st.fd_step,
-                          batch_size=r.batch, bar=r.bar)
+                         n_perm=st.null_permutations, seed=st.seed, fd_step=st.fd_step,
+                         batch_size=r.batch, bar=r.bar, nets=r.views[0].null_nets)
     r.thresholds = {m: null_quantile(r.null["scores"][m], st.alpha) for m in methods}
 
 
+def _one_torch_thread(stage):
+    """``stage(r)`` with torch on one intra-op thread."""
+    @functools.wraps(stage)
+    def run(r: Run) -> None:
+        with one_thread():
+            return stage(r)
+    return run
+
+
+@_one_torch_thread
 def fit(r: Run) -> None:
-    """Stage 2: the scan, then the aux models, thresholds, views and effect passes."""
-    from faux.audit.aux import train_aux
+    """Stage 2: the scan, then the aux models, thresholds, views and effect passes. The
+    primary view's aux, its null models (calibrated thresholds) and its other seeds train
+    together, as one stacked network (``faux.audit.groups.train_primary``)."""
     from faux.audit.effect_pass import null_nets_for
     from faux.audit.effect_pass import prepare as prepare_effects
-    from faux.audit.groups import train_views
+    from faux.audit.groups import train_primary, train_views
     from faux.audit.scoring import Scorer
 
     st = r.st
     _scan(r)
     sc, z = r.sc, r.z_sample
     try:  # Lightning's trainer exits (SystemExit) on a KeyboardInterrupt
-        r.aux_z, r.quality = train_aux(z, sc.c, sc.protected, sc.y, kind=st.aux,
-                                       width=st.aux_width, depth=st.aux_depth,
-                                       epochs=int(st.aux_epochs), seed=st.seed)
+        r.aux_z, r.quality = train_primary(
+            r.views[0], z, sc.y, kind=st.aux, width=st.aux_width, depth=st.aux_depth,
+            epochs=int(st.aux_epochs), seed=st.seed, aux_seeds=int(st.aux_seeds),
+            null_permutations=0 if r.rule == RULE_MANUAL else int(st.null_permutations))
         r.ranking = _ranking(r.aux_z, z, r.feats)
         r.scorer = Scorer(r.target, r.aux_z, sc.mean, sc.scale, r.methods, fd_step=st.fd_step,
                           batch_size=r.batch)
@@ -246,6 +267,7 @@ def sampled_scores(st: AuditSettings, target) -> bool:
     return st.fd_scores == "sample" and st.verdict == "effect" and not target.differentiable
 
 
+@_one_torch_thread
 def score(r: Run) -> None:
     """Stage 3: the staging folder, then the pass over every row."""
     st = r.st
@@ -255,15 +277,15 @@ def score(r: Run) -> None:
     r.row_values = RowValues(r.feats, r.passes)
     bh_null = r.null["scores"][r.primary] if r.rule == RULE_BH else None
     (r.n_flag, r.per_group, r.top, r.plot_scores, r.mem_scores, r.t_score, r.above,
-     r.bh, r.n_scored) = _score_all(r.source, r.feats, r.c_cols, r.sc, r.scorer, r.methods, r.thresholds,
-                        None if r.staging is None else r.staging.dir, r.bar,
-                        batch_size=int(st.batch_size), seed=st.seed, keep=r.in_memory,
-                        bh_null=bh_null, alpha=st.alpha, views=r.views, passes=r.passes,
-                        label=r.y_col if r.outcome.has_label else None,
-                        observers=(r.outcome, r.row_values, r.target.proba, r.missing),
-                        sampled=r.sampled)
+     r.bh, r.n_scored) = _score_all(
+        r.source, r.feats, r.c_cols, r.sc, r.scorer, r.methods, r.thresholds,
+        None if r.staging is None else r.staging.dir, r.bar, batch_size=int(st.batch_size),
+        seed=st.seed, keep=r.in_memory, bh_null=bh_null, alpha=st.alpha, views=r.views,
+        passes=r.passes, label=r.y_col if r.outcome.has_label else None,
+        observers=(r.outcome, r.row_values, r.target.proba, r.missing), sampled=r.sampled)
 
 
+@_one_torch_thread
 def settle(r: Run) -> None:
     """Stage 4: the Benjamini-Hochberg cut, the top rows, the plot sample, the baselines."""
     from faux.audit.baselines import sample_baselines
