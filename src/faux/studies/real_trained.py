@@ -186,16 +186,14 @@ def aux_facts(aux: torch.nn.Module, ainfo: dict, spec, rows: Rows) -> dict:
 
 def fliptest_facts(fitted: dict, settings: RealSettings) -> dict:
     """FlipTest's parameters, training time, generator steps and its GANs' quality."""
-    ft = fitted[FlipTestMethod.name]
-    quality = {"ks": ft.info["gan_ks"], "mse": ft.info["gan_mse"],
-               "mse_real": ft.info["gan_mse_real"]}
-    info = ft.ft.info
+    fitted_ft = fitted[FlipTestMethod.name]
+    gans, info = fitted_ft.info, fitted_ft.ft.info
     return {"n_params": int(info["n_params"]),
             "n_params_generators": int(info["n_params_generators"]),
             "train_time_s": float(info["train_time_s"]),
             "gen_steps": int(settings.gan_steps),
-            "ks": float(quality["ks"]), "mse": float(quality["mse"]),
-            "mse_real": float(quality["mse_real"])}
+            "ks": float(gans["gan_ks"]), "mse": float(gans["gan_mse"]),
+            "mse_real": float(gans["gan_mse_real"])}
 
 
 def train_all(data: RealData, rows: Rows, specs: ModelSpecs, settings: RealSettings, seed: int,
