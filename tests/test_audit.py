@@ -17,7 +17,7 @@ from scipy.stats import spearmanr
 import faux
 from audit_world import proxy_world
 from faux.audit.aux import train_aux
-from faux.audit.data import ProtectedInfo, _standardisation
+from faux.audit.data import ProtectedInfo, standardisation
 from faux.audit.models import from_callable, from_estimator, from_torch, load_model
 from faux.audit.scoring import Scorer
 from faux.errors import ConfigError
@@ -48,7 +48,7 @@ def torch_target(adult):
 @pytest.fixture(scope="module")
 def aux_setup(adult):
     X, c, _ = adult
-    mean, scale = _standardisation(X.values)
+    mean, scale = standardisation(X.values)
     aux, quality = train_aux((X.values - mean) / scale, c, ProtectedInfo("binary", [0, 1]),
                              epochs=EPOCHS)
     return aux, mean, scale, quality
@@ -303,7 +303,7 @@ def test_finite_differences_along_k_pseudo_inverse_directions_match_autograd():
     X = X.assign(x3=X.x3 + (rng.random(len(c)) < 0.5))  # a second feature carrying a group
     c3 = c + (X.x3.values > 0.5)
     info = ProtectedInfo("categorical", [0, 1, 2])
-    mean, scale = _standardisation(X.values)
+    mean, scale = standardisation(X.values)
     aux, _ = train_aux((X.values - mean) / scale, c3, info, epochs=10)
     grad = from_torch(torch.jit.script(ProxyModel()), "proxy", 4)
     x = X.values[:300]

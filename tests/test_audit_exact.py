@@ -166,13 +166,13 @@ def _proxy_world(n=800, seed=0):
 
 def test_exact_and_finite_differences_agree_on_a_planted_proxy():
     from faux.audit.aux import train_aux
-    from faux.audit.data import ProtectedInfo, _standardisation
+    from faux.audit.data import ProtectedInfo, standardisation
 
     X, c = _proxy_world()
     rng = np.random.default_rng(1)
     y = (X.x1 + 2 * X.proxy + 0.1 * X.x2 + rng.normal(size=len(X)) > 1).astype(int)
     lr = LogisticRegression().fit(X.values, y)
-    mean, scale = _standardisation(X.values)
+    mean, scale = standardisation(X.values)
     aux, _ = train_aux((X.values - mean) / scale, c, ProtectedInfo("binary", [0, 1]), epochs=5)
     exact, box = from_estimator(lr), from_estimator(lr, exact=False)
     assert exact.differentiable and not box.differentiable
@@ -194,11 +194,11 @@ def test_exact_and_finite_differences_agree_on_a_planted_proxy():
 
 def test_exact_regressor_differentiates_its_prediction_as_finite_differences_do():
     from faux.audit.aux import train_aux
-    from faux.audit.data import ProtectedInfo, _standardisation
+    from faux.audit.data import ProtectedInfo, standardisation
 
     X, c = _proxy_world(500, seed=2)
     ridge = Ridge().fit(X.values, X.x1 + 2 * X.proxy)  # predictions well outside (0, 1)
-    mean, scale = _standardisation(X.values)
+    mean, scale = standardisation(X.values)
     aux, _ = train_aux((X.values - mean) / scale, c, ProtectedInfo("binary", [0, 1]), epochs=3)
     x = X.values[:200]
     se = Scorer(from_estimator(ridge), aux, mean, scale, ["faux", "fta"]).score(x)

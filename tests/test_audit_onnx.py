@@ -315,7 +315,7 @@ def test_a_conversion_that_differs_from_onnxruntime_falls_back_with_one_warning(
     X, y = _data()
     mlp = _fit(MLPClassifier(hidden_layer_sizes=(8,), max_iter=200, random_state=0), X, y)
     path = _save_skl(mlp, X, tmp_path / "mlp.onnx")
-    monkeypatch.setitem(onnx_torch._UNARY, "Relu", torch.tanh)  # a wrong Relu
+    monkeypatch.setitem(onnx_torch.UNARY_OPS, "Relu", torch.tanh)  # a wrong Relu
     tm = load_model(path, X.shape[1])
     err = capsys.readouterr().err
     assert not tm.differentiable and tm.scoring_mode == "finite differences"

@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from faux.audit.columns import _suggest, protected_list
-from faux.audit.source import Batch, Source, _as_float
+from faux.audit.columns import protected_list, suggestion
+from faux.audit.source import Batch, Source, as_float
 from faux.errors import ConfigError, DataError
 
 
-def _free_name(candidates, taken) -> str:
+def free_name(candidates, taken) -> str:
     """The first of ``candidates`` not in ``taken``, else the last one numbered."""
     for name in candidates:
         if name not in taken:
@@ -24,7 +24,7 @@ def _free_name(candidates, taken) -> str:
     return f"{candidates[-1]}_{i}"
 
 
-def _aligned(v, frame: pd.DataFrame, what: str):
+def aligned(v, frame: pd.DataFrame, what: str):
     """A pandas ``c`` or ``y`` put in the row order of ``X`` by its index (rows are matched
     by label, never by position); DataError when the labels differ. Anything else as it is."""
     if not isinstance(v, pd.Series | pd.DataFrame):
@@ -59,8 +59,8 @@ class ArraySource(Source):
             self.frame = pd.DataFrame(arr, columns=[f"x{j}" for j in range(arr.shape[1])])
         n = len(self.frame)
         if isinstance(X, pd.DataFrame):
-            c = _aligned(c, self.frame, "c")
-            y = _aligned(y, self.frame, "y")
+            c = aligned(c, self.frame, "c")
+            y = aligned(y, self.frame, "y")
         self.cs: dict = {}
         if isinstance(c, pd.Series) and c.name is not None and str(c.name) not in map(
                 str, self.frame.columns):
@@ -71,7 +71,7 @@ class ArraySource(Source):
             for name in protected_list(c):
                 if name not in self.frame.columns:
                     raise DataError(f"protected column {name!r} is not in X; "
-                                    f"{_suggest(name, list(map(str, self.frame.columns)))}")
+                                    f"{suggestion(name, list(map(str, self.frame.columns)))}")
                 self.cs[name] = self.frame[name].to_numpy()
             self.c_name = protected_list(c)[0]
         elif isinstance(c, pd.DataFrame):
@@ -90,7 +90,7 @@ class ArraySource(Source):
         if isinstance(y, str):
             if y not in self.frame.columns:
                 raise DataError(f"label column {y!r} is not in X; "
-                                f"{_suggest(y, list(map(str, self.frame.columns)))}")
+                                f"{suggestion(y, list(map(str, self.frame.columns)))}")
             self.y_name, self.y = y, self.frame[y].to_numpy()
         else:
             self.y_name = None
@@ -105,12 +105,12 @@ class ArraySource(Source):
         # feature): "c" / "y" when free, else "c_protected" / "y_label", then numbered
         taken = set(self.columns)
         if self.c_name is None:
-            self.c_name = _free_name(("c", "c_protected"), taken)
+            self.c_name = free_name(("c", "c_protected"), taken)
             self.cs = {self.c_name: self.c}
         taken.add(self.c_name)
         self.c_names = list(self.cs)
         if self.y is not None and self.y_name is None:
-            self.y_name = _free_name(("y", "y_label"), taken)
+            self.y_name = free_name(("y", "y_label"), taken)
         self.n_rows = n
         self.name = name
 
@@ -118,7 +118,7 @@ class ArraySource(Source):
         x_all = self.frame[list(features)]
         for s in range(0, self.n_rows, batch_size):
             part = x_all.iloc[s:s + batch_size]
-            x = np.column_stack([_as_float(part[f].to_numpy(), f) for f in features])
+            x = np.column_stack([as_float(part[f].to_numpy(), f) for f in features])
             y = None if self.y is None else self.y[s:s + batch_size]
             cs = {p: self.cs[p][s:s + batch_size] for p in protected_list(protected)}
             yield Batch(s, x, next(iter(cs.values())), y, cs)

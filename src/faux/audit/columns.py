@@ -17,7 +17,7 @@ def protected_list(protected) -> list[str]:
     return [protected] if isinstance(protected, str) else list(protected)
 
 
-def _suggest(name: str, columns: Sequence[str]) -> str:
+def suggestion(name: str, columns: Sequence[str]) -> str:
     close = difflib.get_close_matches(name, list(columns), n=3, cutoff=0.5)
     if close:
         return f"did you mean {', '.join(repr(c) for c in close)}?"
@@ -37,12 +37,12 @@ def check_columns(columns: Sequence[str], protected, label: str | None,
         raise ConfigError(f"label column {label!r} is also a protected column; pass it once")
     for role, name in [*(("protected", p) for p in prot), ("label", label)]:
         if name is not None and name not in cols:
-            raise DataError(f"{role} column {name!r} is not in {what}; {_suggest(name, cols)}")
+            raise DataError(f"{role} column {name!r} is not in {what}; {suggestion(name, cols)}")
     if features:
         for name in features:
             if name not in cols:
                 raise DataError(f"feature column {name!r} is not in {what}; "
-                                f"{_suggest(name, cols)}")
+                                f"{suggestion(name, cols)}")
         feats = list(features)
         for role, name in [*(("protected", p) for p in prot), ("label", label)]:
             if name in feats:
@@ -52,11 +52,11 @@ def check_columns(columns: Sequence[str], protected, label: str | None,
         feats = [c for c in cols if c not in (*prot, label)]
     if not feats:
         raise DataError(f"{what} has no feature columns besides the protected/label ones")
-    _refuse_repeated(cols, {*prot, label, *feats}, what)
+    refuse_repeated(cols, {*prot, label, *feats}, what)
     return feats
 
 
-def _refuse_repeated(cols: list[str], used, what: str) -> None:
+def refuse_repeated(cols: list[str], used, what: str) -> None:
     """One-line DataError when a column the audit reads has its name more than once in the
     header (a reader would silently take one of them)."""
     seen: dict[str, list[int]] = {}

@@ -16,34 +16,34 @@ from here.
 
 from __future__ import annotations
 
-from faux.audit.array_source import ArraySource, _aligned, _free_name  # noqa: F401
+from faux.audit.array_source import ArraySource, aligned, free_name  # noqa: F401
 from faux.audit.columns import (  # noqa: F401 (re-exported)
-    _refuse_repeated,
-    _suggest,
     check_columns,
     protected_list,
+    refuse_repeated,
+    suggestion,
 )
 from faux.audit.data_scan import (  # noqa: F401 (re-exported)
     MAX_JOINT,
+    ColumnScan,
     Scan,
-    _Column,
-    _count_joint,
-    _drop_from_joint,
-    _is_numeric,
-    _rows_text,
-    _standardisation,
+    count_joint,
+    drop_from_joint,
+    is_numeric,
+    rows_text,
     scan,
+    standardisation,
 )
 from faux.audit.file_source import FileSource
 from faux.audit.protected import (  # noqa: F401 (re-exported)
     MAX_CATEGORIES,
     PROTECTED_TYPES,
     ProtectedInfo,
-    _describe_protected,
-    _key,
+    describe_protected,
     missing,
+    value_key,
 )
-from faux.audit.source import Batch, Source, _as_float  # noqa: F401 (re-exported)
+from faux.audit.source import Batch, Source, as_float  # noqa: F401 (re-exported)
 
 
 def open_source(data) -> Source:

@@ -16,9 +16,9 @@ from faux.audit.protected import (
     MAX_CATEGORIES,
     PROTECTED_TYPES,
     ProtectedInfo,
-    _describe_protected,
-    _key,
+    describe_protected,
     missing,
+    value_key,
 )
 from faux.audit.source import Batch, Source
 from faux.errors import ConfigError, DataError
@@ -45,7 +45,7 @@ class Scan:
 MAX_JOINT = 10_000  # combinations of protected values counted for the intersection
 
 
-def _is_numeric(values: np.ndarray) -> bool:
+def is_numeric(values: np.ndarray) -> bool:
     try:
         np.asarray(values, dtype=np.float64)
         return True
@@ -53,7 +53,7 @@ def _is_numeric(values: np.ndarray) -> bool:
         return False
 
 
-class _Column:
+class ColumnScan:
     """Running description of one protected column over the scan."""
 
     def __init__(self, name: str, protected_type: str):
@@ -72,7 +72,7 @@ class _Column:
             self.n_null += int(null_c.sum())
             self.first_null += (start + np.flatnonzero(null_c)[:5 - len(self.first_null)]
                                 ).tolist()
-        if self.numeric and not _is_numeric(c[~null_c]):
+        if self.numeric and not is_numeric(c[~null_c]):
             self.numeric = False
         if self.too_many:
             return None
@@ -80,7 +80,7 @@ class _Column:
         cv = np.asarray(cv, dtype=np.float64) if self.numeric else np.asarray(cv).astype(str)
         vals, cnt = np.unique(cv, return_counts=True)
         for v, k in zip(vals, cnt):
-            self.counts[_key(v)] = self.counts.get(_key(v), 0) + int(k)
+            self.counts[value_key(v)] = self.counts.get(value_key(v), 0) + int(k)
         self.too_many = len(self.counts) > 1000
         return None if null_c.any() else cv
 
@@ -94,14 +94,14 @@ class _Column:
         return True
 
 
-def _rows_text(n: int, first: list[int]) -> str:
+def rows_text(n: int, first: list[int]) -> str:
     """``N rows (first rows: a, b, ...)``."""
     more = ", ..." if n > len(first) else ""
     return (f"{n} row{'s' if n != 1 else ''} (first rows: {', '.join(map(str, first))}"
             f"{more})")
 
 
-def _count_joint(joint: dict, cols: list) -> None:
+def count_joint(joint: dict, cols: list) -> None:
     """Add a batch's combinations (``cols``: one array per attribute, None for one left out
     of the intersection) to ``joint``."""
     parts = [np.unique(v, return_inverse=True) if v is not None else None for v in cols]
@@ -117,13 +117,13 @@ def _count_joint(joint: dict, cols: list) -> None:
             if part is None:
                 key.append(None)
                 continue
-            key.append(_key(part[0][cd % len(part[0])]))
+            key.append(value_key(part[0][cd % len(part[0])]))
             cd //= len(part[0])
         key = tuple(reversed(key))
         joint[key] = joint.get(key, 0) + k
 
 
-def _drop_from_joint(joint: dict, i: int) -> dict:
+def drop_from_joint(joint: dict, i: int) -> dict:
     out: dict = {}
     for key, k in joint.items():
         key = (*key[:i], None, *key[i + 1:])
@@ -184,7 +184,7 @@ class _Joint:
         self.counts: dict | None = {} if n_attrs > 1 else None
         self.in_joint = [True] * n_attrs
 
-    def add(self, cols: list[_Column], counted: list) -> None:
+    def add(self, cols: list[ColumnScan], counted: list) -> None:
         joint = self.counts
         if joint is None:
             return
@@ -192,18 +192,18 @@ class _Joint:
         for i, col in enumerate(cols):
             if in_joint[i] and not col.categorical:
                 in_joint[i] = False
-                joint = _drop_from_joint(joint, i)
+                joint = drop_from_joint(joint, i)
         if any(in_joint) and all(v is not None for v, j in zip(counted, in_joint) if j):
-            _count_joint(joint, [v if j else None for v, j in zip(counted, in_joint)])
+            count_joint(joint, [v if j else None for v, j in zip(counted, in_joint)])
         self.counts = None if len(joint) > MAX_JOINT else joint
 
-    def finish(self, cols: list[_Column], attrs: dict) -> dict | None:
+    def finish(self, cols: list[ColumnScan], attrs: dict) -> dict | None:
         """The counts, only the categorical attributes left in them."""
         joint = self.counts
         if joint is not None:
             for i, col in enumerate(cols):
                 if self.in_joint[i] and attrs[col.name].kind == "continuous":
-                    joint = _drop_from_joint(joint, i)
+                    joint = drop_from_joint(joint, i)
         return joint
 
 
@@ -241,12 +241,12 @@ class _Sample:
         return self.rows[order], self.xs[order], {p: v[order] for p, v in self.cs.items()}, ys
 
 
-def _refuse_missing(cols: list[_Column], ys, label: str | None) -> None:
+def _refuse_missing(cols: list[ColumnScan], ys, label: str | None) -> None:
     """One-line DataError for missing protected values, or a label missing in the sample."""
     for col in cols:
         if col.n_null:
             raise DataError(f"protected column {col.name!r} is missing in "
-                            f"{_rows_text(col.n_null, col.first_null)}; fill or drop those "
+                            f"{rows_text(col.n_null, col.first_null)}; fill or drop those "
                             "rows")
     if ys is not None and pd.isna(ys).any():
         raise DataError(f"label column {label!r} is missing in {int(pd.isna(ys).sum())} sampled "
@@ -263,7 +263,7 @@ def scan(source: Source, features, protected, label: str | None, *, sample: int,
     prot = protected_list(protected)
     types = _types(prot, protected_type)
     rng = np.random.default_rng(seed)
-    cols = [_Column(p, t) for p, t in zip(prot, types)]
+    cols = [ColumnScan(p, t) for p, t in zip(prot, types)]
     finite, joint = _Finite(allow_nan), _Joint(len(prot))
     kept = _Sample(sample, len(features), prot, label is not None, rng)
     n = 0
@@ -280,14 +280,14 @@ def scan(source: Source, features, protected, label: str | None, *, sample: int,
     finite.refuse()
     _refuse_missing(cols, kept.ys, label)
     rows, xs, cs, ys = kept.in_row_order()
-    attrs = {col.name: _describe_protected(col.name, col.counts, col.too_many, col.numeric,
+    attrs = {col.name: describe_protected(col.name, col.counts, col.too_many, col.numeric,
                                            cs[col.name], col.type) for col in cols}
-    mean, scale = _standardisation(xs)
+    mean, scale = standardisation(xs)
     return Scan(n, rows, xs, cs[prot[0]], ys, attrs[prot[0]], mean, scale, attrs, cs,
                 joint.finish(cols, attrs), finite.n_nan)
 
 
-def _standardisation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def standardisation(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sample mean/std per column, NaN left out; 0/1 columns (one-hot, flags) are left as
     they are."""
     nan = np.isnan(x)

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import numpy as np
 
-from faux.audit.target import TargetModel, _one_line, _safe_mismatch, _twin_ok
+from faux.audit.target import TargetModel, one_line, safe_mismatch, twin_ok
 from faux.errors import ConfigError, DataError
 
 
-def _load_onnx(path: Path, d: int | None = None, exact: bool = True) -> TargetModel:
+def load_onnx_file(path: Path, d: int | None = None, exact: bool = True) -> TargetModel:
     import onnxruntime as ort
 
     try:
         sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     except Exception as err:
-        raise DataError(f"cannot read the ONNX model {path}: {_one_line(err)}") from err
+        raise DataError(f"cannot read the ONNX model {path}: {one_line(err)}") from err
     inp = sess.get_inputs()
     if len(inp) != 1:
         raise ConfigError(f"the ONNX model has {len(inp)} inputs; audit needs one input of "
@@ -44,11 +44,11 @@ def _load_onnx(path: Path, d: int | None = None, exact: bool = True) -> TargetMo
 
     tm = TargetModel(proba, "onnx", f"ONNX model {path.name}", n_features=width)
     if exact:
-        _attach_onnx_twin(tm, path, name, width or d)
+        attach_onnx_twin(tm, path, name, width or d)
     return tm
 
 
-def _attach_onnx_twin(tm: TargetModel, path: Path, output: str, d: int | None) -> None:
+def attach_onnx_twin(tm: TargetModel, path: Path, output: str, d: int | None) -> None:
     """Score the ONNX model exactly when its graph converts to torch
     (``faux.audit.onnx_torch``) and the conversion reproduces onnxruntime's output on probe
     rows; else ``tm`` stays a black box."""
@@ -71,6 +71,6 @@ def _attach_onnx_twin(tm: TargetModel, path: Path, output: str, d: int | None) -
         ref = tm.proba_fn(x)
     except Exception:  # onnxruntime fails on the probe: leave it to the audit
         return
-    if _twin_ok(twin, _safe_mismatch(mismatch, twin, ref, x), "probe rows"):
+    if twin_ok(twin, safe_mismatch(mismatch, twin, ref, x), "probe rows"):
         tm.module, tm.output, tm.exact_from, tm.twin = (twin.module, twin.output, twin.label,
                                                         twin)

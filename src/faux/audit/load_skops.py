@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from faux.audit.target import TargetModel, _class_name, _one_line, from_estimator
+from faux.audit.target import TargetModel, class_name, from_estimator, one_line
 from faux.errors import ConfigError, DataError
 
 #: scikit-learn's own classes that hold a fitted estimator's state and that skops does not
@@ -20,13 +20,13 @@ SKLEARN_STATE_TYPES = frozenset({
 })
 
 
-def _load_skops(path: Path, trusted_types, exact: bool = True) -> TargetModel:
+def load_skops_file(path: Path, trusted_types, exact: bool = True) -> TargetModel:
     import skops.io as sio
 
     try:
         untrusted = sio.get_untrusted_types(file=str(path))
     except Exception as err:
-        raise DataError(f"cannot read the skops file {path}: {_one_line(err)}") from err
+        raise DataError(f"cannot read the skops file {path}: {one_line(err)}") from err
     missing = [t for t in untrusted
                if t not in set(trusted_types or ()) and t not in SKLEARN_STATE_TYPES]
     if missing:
@@ -35,5 +35,5 @@ def _load_skops(path: Path, trusted_types, exact: bool = True) -> TargetModel:
                           f"{', '.join(missing)}; check them and pass {flags}")
     est = sio.load(str(path), trusted=list(untrusted))
     tm = from_estimator(est, f"skops file {path.name}", exact)
-    tm.obj_class = _class_name(est)
+    tm.obj_class = class_name(est)
     return tm

@@ -16,7 +16,7 @@ from faux.audit.target import StaticBatch, TargetModel, from_torch
 from faux.errors import ConfigError, DataError
 
 
-def _read_export(path: Path, trust_pickle: bool, sha: str):
+def read_export(path: Path, trust_pickle: bool, sha: str):
     """The file's ``ExportedProgram``, loaded only when nothing in it can run code
     (``faux.audit.export_file``), or when the user trusts it with ``--trust-pickle``."""
     import io
@@ -42,9 +42,9 @@ def _read_export(path: Path, trust_pickle: bool, sha: str):
     return torch.export.load(io.BytesIO(data))
 
 
-def _load_export(path: Path, d: int | None, trust_pickle: bool = False,
+def load_export(path: Path, d: int | None, trust_pickle: bool = False,
                  sha: str = "") -> TargetModel:
-    ep = _read_export(path, trust_pickle, sha)
+    ep = read_export(path, trust_pickle, sha)
     module = ep.module()
     static = None
     user = set(ep.graph_signature.user_inputs)
@@ -64,7 +64,7 @@ def _load_export(path: Path, d: int | None, trust_pickle: bool = False,
     return from_torch(module, f"torch.export program {path.name}", d)
 
 
-def _read_torchscript(path: Path, trust: bool, sha: str):
+def read_torchscript(path: Path, trust: bool, sha: str):
     """TorchScript whose code touches files by name only with ``--trust-pickle``
     (``faux.audit.torchscript_file``)."""
     from faux.audit.torchscript_file import load_checked

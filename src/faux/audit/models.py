@@ -56,24 +56,24 @@ from pathlib import Path
 
 import torch
 
-from faux.audit.load_onnx import _attach_onnx_twin, _load_onnx  # noqa: F401 (re-exported)
-from faux.audit.load_skops import SKLEARN_STATE_TYPES, _load_skops  # noqa: F401
-from faux.audit.load_torch import _load_export, _read_export, _read_torchscript  # noqa: F401
+from faux.audit.load_onnx import attach_onnx_twin, load_onnx_file  # noqa: F401 (re-exported)
+from faux.audit.load_skops import SKLEARN_STATE_TYPES, load_skops_file  # noqa: F401
+from faux.audit.load_torch import load_export, read_export, read_torchscript  # noqa: F401
 from faux.audit.target import (  # noqa: F401 (re-exported)
     StaticBatch,
     TargetModel,
     TwoLogits,
-    _attach_twin,
-    _class_name,
-    _logit_module,
-    _module_width,
-    _one_line,
-    _safe_mismatch,
-    _twin_ok,
     as_target,
+    attach_twin,
+    class_name,
     from_callable,
     from_estimator,
     from_torch,
+    logit_module,
+    module_width,
+    one_line,
+    safe_mismatch,
+    twin_ok,
 )
 from faux.errors import ConfigError, DataError
 
@@ -139,13 +139,13 @@ def _load_by_format(path: Path, d, *, trust_pickle, trusted_types, sha,
     names = _zip_names(path)
     try:
         if suffix == ".skops":
-            return _loaded_by(_load_skops(path, trusted_types, exact), "skops")
+            return _loaded_by(load_skops_file(path, trusted_types, exact), "skops")
         if suffix == ".onnx":
-            return _loaded_by(_load_onnx(path, d, exact), "onnxruntime")
+            return _loaded_by(load_onnx_file(path, d, exact), "onnxruntime")
         if any(n.endswith("models/model.json") for n in names):
-            return _loaded_by(_load_export(path, d, trust_pickle, sha), "torch.export")
+            return _loaded_by(load_export(path, d, trust_pickle, sha), "torch.export")
         if any("/code/" in n for n in names):
-            return _loaded_by(from_torch(_read_torchscript(path, trust_pickle, sha),
+            return _loaded_by(from_torch(read_torchscript(path, trust_pickle, sha),
                                          f"TorchScript {path.name}", d), "torch.jit")
         if _is_lightgbm_text(path):
             from faux.audit.lightgbm_file import load_booster
@@ -159,7 +159,7 @@ def _load_by_format(path: Path, d, *, trust_pickle, trusted_types, sha,
     except (DataError, ConfigError):
         raise
     except Exception as err:
-        raise DataError(f"cannot load the model {path}: {_one_line(err)}; save it as "
+        raise DataError(f"cannot load the model {path}: {one_line(err)}; save it as "
                         "TorchScript, torch.export, skops, ONNX or a LightGBM text file") from err
     raise DataError(f"cannot tell the format of {path.name}; save the model as TorchScript "
                     "(.pt), torch.export (.pt2), skops (.skops), ONNX (.onnx), a LightGBM text "
@@ -177,5 +177,5 @@ def _load_pickle(path: Path, names: list[str], d: int | None, sha: str,
 
         obj = joblib.load(path)
     tm = as_target(obj, d, exact)
-    tm.loader, tm.obj_class = "pickle", _class_name(obj)
+    tm.loader, tm.obj_class = "pickle", class_name(obj)
     return tm

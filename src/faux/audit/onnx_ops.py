@@ -1,7 +1,7 @@
 """The ONNX op translation table of ``faux.audit.onnx_torch``: per supported operator, a
 builder that reads the node's attributes and constant inputs once and returns the function
 evaluating the node on torch tensors (float64), ``fn(values, logits) -> (outputs, their
-logits)``; ``_builder`` picks it by domain and op type, or raises ``Unsupported``.
+logits)``; ``node_builder`` picks it by domain and op type, or raises ``Unsupported``.
 
 A logit travels beside a probability where the op keeps it exact (a sigmoid's input, a
 two-class softmax's difference, ``1 - p``, and the ops that only move or select entries), so
@@ -15,13 +15,13 @@ import math
 import numpy as np
 import torch
 
-_FLOAT_TYPES = {1: torch.float32, 10: torch.float16, 11: torch.float64, 16: torch.bfloat16}
-_INT_TYPES = {2, 3, 4, 5, 6, 7, 12, 13}  # uint8, int8, uint16, int16, int32, int64, uint32/64
-_UNARY = {"Relu": torch.relu, "Tanh": torch.tanh, "Neg": torch.neg, "Exp": torch.exp,
+FLOAT_TYPES = {1: torch.float32, 10: torch.float16, 11: torch.float64, 16: torch.bfloat16}
+INT_TYPES = {2, 3, 4, 5, 6, 7, 12, 13}  # uint8, int8, uint16, int16, int32, int64, uint32/64
+UNARY_OPS = {"Relu": torch.relu, "Tanh": torch.tanh, "Neg": torch.neg, "Exp": torch.exp,
           "Log": torch.log, "Sqrt": torch.sqrt, "Abs": torch.abs, "Identity": lambda h: h}
-_BINARY = {"Add": torch.add, "Sub": torch.sub, "Mul": torch.mul}
+BINARY_OPS = {"Add": torch.add, "Sub": torch.sub, "Mul": torch.mul}
 # ops that only move or select entries: a logit travels through them with the probability
-_CARRY = {"Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Gather", "Slice",
+CARRY_OPS = {"Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Gather", "Slice",
           "ArrayFeatureExtractor", "ZipMap", "Cast"}
 
 
@@ -31,7 +31,7 @@ class Unsupported(Exception):
 
 
 
-def _softmax(h, axis, opset):
+def onnx_softmax(h, axis, opset):
     if opset >= 13:
         return torch.softmax(h, dim=axis)
     axis = axis % h.ndim  # before opset 13: softmax of the input flattened to 2-D at axis
@@ -39,7 +39,7 @@ def _softmax(h, axis, opset):
     return torch.softmax(flat, dim=1).reshape(h.shape)
 
 
-def _softmax_zero(s):
+def onnx_softmax_zero(s):
     """onnxruntime's SOFTMAX_ZERO: entries within 1e-7 of 0 stay (scaled) outside the sum."""
     live = s.abs() > 1e-7
     top = s.max(dim=1, keepdim=True).values
@@ -81,7 +81,7 @@ def _softmax_node(a, inputs, consts, opset):
         if h.ndim == 2 and axis in (1, -1) and h.shape[1] == 2:
             d = h[:, 1] - h[:, 0]
             lg = torch.stack([-d, d], dim=1)
-        return [_softmax(h, axis, opset)], [lg]
+        return [onnx_softmax(h, axis, opset)], [lg]
     return fn
 
 
@@ -113,7 +113,7 @@ def _linear_classifier(a, inputs, consts):
                 lg = torch.cat([-d, d], dim=1)
             return [None, torch.softmax(s, dim=1)], [None, lg]
         if post == "SOFTMAX_ZERO":
-            return [None, _softmax_zero(s)], [None, None]
+            return [None, onnx_softmax_zero(s)], [None, None]
         return [None, s], [None, None]
     return fn
 
@@ -294,9 +294,9 @@ def _cast(a, inputs, consts):
 
     def fn(v, lg):
         h = v[0]
-        if to in _FLOAT_TYPES:
+        if to in FLOAT_TYPES:
             return [h.to(torch.float64)], [lg[0]]
-        if to in _INT_TYPES and not h.is_floating_point():
+        if to in INT_TYPES and not h.is_floating_point():
             return [h.to(torch.int64)], [None]
         raise Unsupported("Cast to a non-float type")  # at conversion time, see _check_cast
     return fn
@@ -328,16 +328,16 @@ def _div(a, inputs, consts):
     return fn
 
 
-def _builder(op: str, domain: str, a: dict, inputs, consts, opset: int):
+def node_builder(op: str, domain: str, a: dict, inputs, consts, opset: int):
     """The function evaluating one node, or Unsupported."""
     if domain in ("", "ai.onnx"):
-        if op in _UNARY:
-            f = _UNARY[op]
+        if op in UNARY_OPS:
+            f = UNARY_OPS[op]
             return lambda v, lg: ([f(v[0])], [lg[0] if op == "Identity" else None])
         if op == "Sub":
             return _sub(a, inputs, consts)
-        if op in _BINARY:
-            f = _BINARY[op]
+        if op in BINARY_OPS:
+            f = BINARY_OPS[op]
             return lambda v, lg: ([f(v[0], v[1])], [None])
         if op == "Div":
             return _div(a, inputs, consts)

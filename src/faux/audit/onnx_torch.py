@@ -41,15 +41,15 @@ from torch import nn
 
 from faux.audit.exact import PROBE_ROWS, TOLERANCE, Twin
 from faux.audit.onnx_ops import (  # noqa: F401 (re-exported: the table and its helpers)
-    _BINARY,
-    _CARRY,
-    _FLOAT_TYPES,
-    _INT_TYPES,
-    _UNARY,
+    BINARY_OPS,
+    CARRY_OPS,
+    FLOAT_TYPES,
+    INT_TYPES,
+    UNARY_OPS,
     Unsupported,
-    _builder,
-    _softmax,
-    _softmax_zero,
+    node_builder,
+    onnx_softmax,
+    onnx_softmax_zero,
 )
 
 #: the largest accepted difference from onnxruntime for a graph with a float32 input:
@@ -186,11 +186,11 @@ def _convert(model, output: str, d: int | None) -> OnnxTwin | None:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
             consts[node.output[0]] = _constant_value(a)
             continue
-        if node.op_type == "Cast" and int(a.get("to", 0)) not in _FLOAT_TYPES:
+        if node.op_type == "Cast" and int(a.get("to", 0)) not in FLOAT_TYPES:
             src = types.get(node.input[0])
-            if src not in _INT_TYPES or int(a["to"]) not in _INT_TYPES:  # float to integer
+            if src not in INT_TYPES or int(a["to"]) not in INT_TYPES:  # float to integer
                 raise Unsupported("Cast to a non-float type")
-        fn = _builder(node.op_type, node.domain, a, list(node.input), consts, opset)
+        fn = node_builder(node.op_type, node.domain, a, list(node.input), consts, opset)
         nodes.append(Node(node.op_type, list(node.input), list(node.output), fn))
         if node.op_type not in ops:
             ops.append(node.op_type)

@@ -34,17 +34,17 @@ class ProtectedInfo:
 
     def index(self, c: np.ndarray) -> np.ndarray:
         lookup = {v: i for i, v in enumerate(self.levels)}
-        return np.array([lookup.get(_key(v), -1) for v in c], dtype=np.int64)
+        return np.array([lookup.get(value_key(v), -1) for v in c], dtype=np.int64)
 
     def group_labels(self, c: np.ndarray) -> np.ndarray:
         """A group name per row (continuous: below / above the median)."""
         if self.kind == "continuous":
             v = np.asarray(c, dtype=np.float64)
             return np.where(v <= self.mean, "below mean", "above mean")
-        return np.array([str(_key(v)) for v in c], dtype=object)
+        return np.array([str(value_key(v)) for v in c], dtype=object)
 
 
-def _key(v):
+def value_key(v):
     if isinstance(v, float | np.floating) and float(v).is_integer():
         return int(v)
     if isinstance(v, np.generic):
@@ -64,7 +64,7 @@ def missing(values) -> np.ndarray:
     return null
 
 
-def _describe_protected(name, counts, too_many, numeric, c_sample, protected_type):
+def describe_protected(name, counts, too_many, numeric, c_sample, protected_type):
     if len(counts) == 1:
         (v,) = counts
         raise DataError(f"protected column {name!r} is constant ({v!r} on every row); there is "

@@ -35,7 +35,7 @@ class Source:
         raise NotImplementedError
 
 
-def _as_float(values: np.ndarray, name: str) -> np.ndarray:
+def as_float(values: np.ndarray, name: str) -> np.ndarray:
     try:
         return np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as err:

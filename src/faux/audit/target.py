@@ -20,7 +20,7 @@ from torch import nn
 from faux.errors import ConfigError, DataError
 
 
-def _one_line(err: BaseException) -> str:
+def one_line(err: BaseException) -> str:
     """The error's last non-empty line (TorchScript puts its traceback first), shortened."""
     lines = [ln for ln in str(err).splitlines() if ln.strip()] or [type(err).__name__]
     return " ".join(lines[-1].split())[:200]
@@ -119,8 +119,8 @@ class TargetModel:
             return self.differentiable
         from faux.audit.exact import mismatch
 
-        err = _safe_mismatch(mismatch, self.twin, self.proba_fn(x), x)
-        if _twin_ok(self.twin, err, what):
+        err = safe_mismatch(mismatch, self.twin, self.proba_fn(x), x)
+        if twin_ok(self.twin, err, what):
             return True
         self.module, self.twin, self.exact_from, self.output = None, None, None, "logit"
         return False
@@ -138,7 +138,7 @@ class TargetModel:
         return p
 
 
-def _safe_mismatch(mismatch, twin, ref, x) -> float:
+def safe_mismatch(mismatch, twin, ref, x) -> float:
     """``mismatch``, inf when the converted module fails on the rows."""
     try:
         return mismatch(twin, ref, x)
@@ -146,7 +146,7 @@ def _safe_mismatch(mismatch, twin, ref, x) -> float:
         return float("inf")
 
 
-def _class_name(obj) -> str:
+def class_name(obj) -> str:
     t = type(obj)
     return f"{t.__module__}.{t.__qualname__}"
 
@@ -154,7 +154,7 @@ def _class_name(obj) -> str:
 # --------------------------------------------------------------------------- wrappers
 
 
-def _logit_module(module: nn.Module, d: int | None) -> nn.Module:
+def logit_module(module: nn.Module, d: int | None) -> nn.Module:
     """Probe ``module`` with 2 rows and wrap it so that it returns logits ``(n,)``."""
     try:
         module.eval()
@@ -167,7 +167,7 @@ def _logit_module(module: nn.Module, d: int | None) -> nn.Module:
             out = module(torch.zeros(2, d))
         except Exception as err:
             raise DataError(f"the torch model fails on rows of {d} features "
-                            f"({_one_line(err)}); pass the features it was trained on, in its "
+                            f"({one_line(err)}); pass the features it was trained on, in its "
                             "column order (--features)") from err
     if not isinstance(out, torch.Tensor):
         raise DataError(f"the torch model returned {type(out).__name__}; it must return a tensor "
@@ -180,7 +180,7 @@ def _logit_module(module: nn.Module, d: int | None) -> nn.Module:
     return module
 
 
-def _module_width(module: nn.Module) -> int | None:
+def module_width(module: nn.Module) -> int | None:
     for m in module.modules():
         if isinstance(m, nn.Linear):
             return int(m.in_features)
@@ -194,11 +194,11 @@ def _module_width(module: nn.Module) -> int | None:
 def from_torch(module: nn.Module, source: str = "torch module", d: int | None = None
                ) -> TargetModel:
     """A torch module returning logits; ``d`` (the data's width) is used to probe it."""
-    width = _module_width(module)
+    width = module_width(module)
     if width is not None and d is not None and width != d:
         raise DataError(f"the model reads {width} features but the data has {d}; pass the "
                         "features it was trained on, in its column order (--features)")
-    mod = _logit_module(module, d if d is not None else width)
+    mod = logit_module(module, d if d is not None else width)
     for p in mod.parameters():
         p.requires_grad_(False)
 
@@ -210,7 +210,7 @@ def from_torch(module: nn.Module, source: str = "torch module", d: int | None = 
     return TargetModel(proba, "torch", source, module=mod, n_features=width)
 
 
-def _twin_ok(twin, err: float, what: str) -> bool:
+def twin_ok(twin, err: float, what: str) -> bool:
     from faux.audit.exact import TOLERANCE
 
     tol = getattr(twin, "tolerance", TOLERANCE)  # an ONNX graph's depends on its precision
@@ -225,7 +225,7 @@ def _twin_ok(twin, err: float, what: str) -> bool:
     return False
 
 
-def _attach_twin(tm: TargetModel, est) -> None:
+def attach_twin(tm: TargetModel, est) -> None:
     """Score ``est`` exactly when it converts to torch and the conversion reproduces its
     outputs on probe rows (``faux.audit.exact``); else ``tm`` stays a black box."""
     from faux.audit.exact import convert, mismatch, probe
@@ -238,7 +238,7 @@ def _attach_twin(tm: TargetModel, est) -> None:
         ref = tm.proba_fn(x)
     except Exception:  # the estimator itself fails on the probe: leave it to the audit
         return
-    if _twin_ok(twin, mismatch(twin, ref, x), "probe rows"):
+    if twin_ok(twin, mismatch(twin, ref, x), "probe rows"):
         tm.module, tm.output, tm.exact_from, tm.twin = (twin.module, twin.output, twin.label,
                                                         twin)
 
@@ -269,7 +269,7 @@ def from_estimator(est, source: str = "estimator", exact: bool = True) -> Target
     tm = TargetModel(proba, f"{type(est).__module__.split('.')[0]} {kind}", source,
                      n_features=None if width is None else int(width), estimator=est)
     if exact:
-        _attach_twin(tm, est)
+        attach_twin(tm, est)
     return tm
 
 
