@@ -16,7 +16,8 @@ from inside the installed package). The steps, in order:
 
 Each dataset is one :class:`RealSpec` in ``SPECS`` (raw files and their sources, the reader,
 the aif360 arguments with the protected attribute and the label rule, labels of c and y); a
-new dataset is one reader function and one ``RealSpec`` entry (and a ``conf/data`` file).
+new dataset is one reader function (:mod:`faux.data.real_raw`) and one ``RealSpec`` entry
+(and a ``conf/data`` file).
 
 Encodings (1 = aif360's "privileged" value; the label 1 is the positive class):
 

@@ -3,6 +3,7 @@
 Each reader turns the file(s) as published into a DataFrame with the columns aif360's
 ``StandardDataset`` expects, and checks them first (column count, numeric columns, label
 values): a corrupt or truncated file is a one-line ``DataError`` naming the file and the fix.
+A new dataset's reader goes here, its ``RealSpec`` in :mod:`faux.data.real`.
 Where the files are and how a missing one is downloaded: :mod:`faux.data.real`.
 
 SSL (the Chicago Strategic Subject List) is a file the user places: rows with race ``BLK``
