@@ -334,7 +334,7 @@ def test_python_api_refuses_bad_settings_before_any_work(no_work, kw, needle):
 def test_concurrent_audits_into_one_folder_and_its_siblings_all_finish(files, monkeypatch):
     tmp, data, model = files
     barrier = threading.Barrier(3, timeout=120)
-    real = core._finish
+    real = core.move_into_place
 
     def together(*a, **k):
         barrier.wait()  # all three move their outputs into place at the same moment
@@ -342,7 +342,7 @@ def test_concurrent_audits_into_one_folder_and_its_siblings_all_finish(files, mo
 
     core.audit(str(model), data=str(data), protected="gender", out_dir=tmp / "same",
                methods=["faux"], aux_epochs=2, progress=False, report=False)
-    monkeypatch.setattr(core, "_finish", together)
+    monkeypatch.setattr(core, "move_into_place", together)
     outs = [tmp / "same", tmp / "same", tmp / "sibling"]
     errors = []
 

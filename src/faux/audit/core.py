@@ -26,10 +26,10 @@ from faux.audit import stages
 from faux.audit.audit_doc import document
 from faux.audit.interrupts import (  # noqa: F401 (re-exported)
     EXIT_TERMINATED,
+    AuditInterrupted,
+    AuditTerminated,
     Terminated,
-    _Interrupted,
-    _interruptible,
-    _Terminated,
+    interruptible,
 )
 from faux.audit.methods import default_methods
 from faux.audit.outputs import (  # noqa: F401 (re-exported)
@@ -37,21 +37,21 @@ from faux.audit.outputs import (  # noqa: F401 (re-exported)
     OUTPUT_FILES,
     SUMMARY_SCHEMA,
     OutputError,
-    _disk_full,
-    _finish,
-    _inspect_out,
-    _stage,
-    _Staging,
+    Staging,
+    disk_full_error,
+    inspect_out,
+    move_into_place,
+    write_staged,
 )
-from faux.audit.ranking import _ranking, feature_groups  # noqa: F401 (re-exported)
+from faux.audit.ranking import feature_groups, feature_ranking  # noqa: F401 (re-exported)
 from faux.audit.result import AuditResult, FauxAuditWarning, collecting, warn  # noqa: F401
 from faux.audit.result import current as _current_warnings
 from faux.audit.score_pass import (  # noqa: F401 (re-exported)
     N_TOP,
     PLOT_SAMPLE,
-    _rewrite_flagged,
-    _score_all,
-    _top_frame,
+    rewrite_flagged,
+    score_all,
+    top_frame,
 )
 from faux.audit.settings import (  # noqa: F401 (re-exported)
     ALPHA,
@@ -61,7 +61,7 @@ from faux.audit.settings import (  # noqa: F401 (re-exported)
     FD_STEP_WARN,
     NULL_PERMUTATIONS,
     AuditSettings,
-    _check_fd_step_for,
+    check_fd_step_for,
 )
 from faux.audit.summary import (  # noqa: F401 (re-exported)
     OFF_SUPPORT_WARN,
@@ -111,13 +111,13 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
     st = AuditSettings(**{k: given[k] for k in AuditSettings.names()})
     st = dataclasses.replace(st, methods=tuple(default_methods() if methods is None
                                                else methods))
-    with collecting(), _interruptible():
+    with collecting(), interruptible():
         try:
             return _audit(model, X, c, data=data, protected=protected, y=y, label=label,
                           features=features, out_dir=out_dir, name=name, st=st)
-        except _Terminated:
+        except AuditTerminated:
             raise Terminated from None
-        except _Interrupted:
+        except AuditInterrupted:
             raise KeyboardInterrupt from None
 
 
@@ -141,8 +141,8 @@ def _audit(model, X, c, *, data, protected, y, label, features, out_dir, name,
         result = AuditResult(summary, r.ranking, r.top_df, r.mem_scores, None, not r.gate,
                              r.plot_scores)
         if r.staging is not None:
-            _stage(result, r.staging.dir, st.report)
-            _finish(r.staging)
+            write_staged(result, r.staging.dir, st.report)
+            move_into_place(r.staging)
             result.out_dir = r.out
     except BaseException as err:  # nothing partial is left behind
         staging, staged = r.staging, 0
@@ -151,7 +151,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, out_dir, name,
             staging.discard()
         if (isinstance(err, OSError) and not isinstance(err, FauxError)
                 and err.errno in DISK_FULL and staging is not None):
-            raise _disk_full(err, staging, staged) from err
+            raise disk_full_error(err, staging, staged) from err
         raise
     for msg in late:
         warn(msg, stacklevel=3)

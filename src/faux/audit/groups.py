@@ -332,7 +332,7 @@ def finish_views(views: list[View], sc: Scan, z_sample: np.ndarray, feats, metho
     """summary["groups"]: every view's groups with their statistics and intervals. The views
     named in ``effect_views`` count the effect verdict's flags (rows whose decision changes
     under every aux model: no interval over seeds, the flag already needs them all)."""
-    from faux.audit.ranking import _ranking
+    from faux.audit.ranking import feature_ranking
 
     m0 = methods[0]
     out = {}
@@ -359,7 +359,7 @@ def finish_views(views: list[View], sc: Scan, z_sample: np.ndarray, feats, metho
             rates = [float((s[mask] > thr).mean()) for s in v.seed_scores] \
                 if mask.any() and v.name not in effect_views else []
             means = [float(np.nanmean(s[mask])) for s in v.seed_scores] if mask.any() else []
-            top = (list(_ranking(v.aux, z_sample[mask], feats).items())[:N_TOP_FEATURES]
+            top = (list(feature_ranking(v.aux, z_sample[mask], feats).items())[:N_TOP_FEATURES]
                    if mask.any() else [])
             rows.append({"group": g, "rows": st.rows, "flagged": st.flagged, "rate": rate,
                          "rate_ci": bootstrap_rate(st.rows, st.flagged, rng),

@@ -24,7 +24,7 @@ class Terminated(SystemExit):
 
 
 
-class _Interrupted(BaseException):
+class AuditInterrupted(BaseException):
     """Ctrl-C during the audit. Not a KeyboardInterrupt, which Lightning's trainer turns
     into ``sys.exit(1)``; converted to KeyboardInterrupt once the audit has cleaned up."""
 
@@ -33,14 +33,14 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-class _Terminated(_Interrupted):
+class AuditTerminated(AuditInterrupted):
     """SIGTERM during the audit; converted to ``Terminated`` once the audit has cleaned up."""
 
 
 @contextmanager
-def _interruptible():
-    """SIGINT raises ``_Interrupted`` in the audit (when it would raise KeyboardInterrupt),
-    SIGTERM ``_Terminated`` (when it would end the process); the previous handlers are
+def interruptible():
+    """SIGINT raises ``AuditInterrupted`` in the audit (when it would raise KeyboardInterrupt),
+    SIGTERM ``AuditTerminated`` (when it would end the process); the previous handlers are
     restored afterwards, also when a library replaced them. A handler someone else installed
     is left alone."""
     if not _main_thread():
@@ -49,10 +49,10 @@ def _interruptible():
     prev = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def on_int(signum, frame):
-        raise _Interrupted
+        raise AuditInterrupted
 
     def on_term(signum, frame):
-        raise _Terminated
+        raise AuditTerminated
 
     if prev[signal.SIGINT] is signal.default_int_handler:
         signal.signal(signal.SIGINT, on_int)

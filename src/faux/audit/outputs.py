@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from faux.audit.interrupts import (
+    AuditInterrupted,
+    AuditTerminated,
     Terminated,
-    _Interrupted,
-    _interruptible,
-    _Terminated,
     deferred_interrupt,
+    interruptible,
 )
 from faux.audit.writing import DISK_FULL, dir_mode, disk_full_message, file_mode, folder_size
 from faux.errors import ConfigError, FauxError
@@ -92,7 +92,7 @@ def _writable_dir(folder: Path, out: Path) -> None:
                           f"({err.strerror or err}); pass a folder you can write") from err
 
 
-def _inspect_out(out: Path, files, force: bool) -> set[str] | None:
+def inspect_out(out: Path, files, force: bool) -> set[str] | None:
     """Check that the audit may write ``files`` into ``out``. Returns None when ``out`` does
     not exist yet, else the files there that an earlier audit wrote (it may replace them)."""
     try:
@@ -163,13 +163,13 @@ def _marker(files) -> dict:
             "files": sorted(files)}
 
 
-class _Staging:
+class Staging:
     """Where the outputs are written while the audit runs, and what the audit created."""
 
     def __init__(self, out: Path, files, force: bool):
         self.out, self.files, self.force = out, list(files), force
         self.created: list[Path] = []  # folders the audit made (removed if it fails)
-        if _inspect_out(out, self.files, force) is None:
+        if inspect_out(out, self.files, force) is None:
             missing = []
             p = out.parent
             while not p.exists():
@@ -222,7 +222,7 @@ def _folder_lock(folder: Path):
 
 
 
-def _disk_full(err: OSError, staging: _Staging, staged: int) -> OutputError:
+def disk_full_error(err: OSError, staging: Staging, staged: int) -> OutputError:
     """The one-line error of a disk that filled while ``staging`` was written: it names the
     output folder (not the staging folder, gone by now) and the file being written."""
     name = err.filename
@@ -247,7 +247,7 @@ def _jsonable(obj):
     return obj
 
 
-def _stage(result, tmp: Path, report: bool) -> None:
+def write_staged(result, tmp: Path, report: bool) -> None:
     """Write summary.json and report.html (and scores.parquet when scored in memory) into
     the staging folder ``tmp``."""
     summary = dict(result.summary)
@@ -266,7 +266,7 @@ def _stage(result, tmp: Path, report: bool) -> None:
         write_report(result, tmp / "report.html")
 
 
-def _finish(staging: _Staging) -> None:
+def move_into_place(staging: Staging) -> None:
     """Move the staged outputs into place. A new folder: the staging folder is renamed to
     it. An existing one (empty, an earlier output, or --force): checked again, then its
     marker lists the old and the new files, each file is moved in (atomically), the earlier
@@ -282,7 +282,7 @@ def _finish(staging: _Staging) -> None:
                 return
             except OSError:  # another writer made the folder meanwhile: join it below
                 (tmp / MARKER).unlink()
-        owned = _inspect_out(out, new, staging.force) or set()
+        owned = inspect_out(out, new, staging.force) or set()
         _write_json_atomic(out / MARKER, _marker(owned | set(new)))
         for f in new:
             os.replace(tmp / f, out / f)
@@ -298,25 +298,25 @@ def save_result(result, out_dir, *, force: bool = False, report: bool = True) ->
     """``AuditResult.save``: the result's outputs into ``out_dir`` under the rules above."""
     files = [f for f in OUTPUT_FILES if report or f != "report.html"]
     out = Path(os.path.abspath(out_dir))
-    with _interruptible():
+    with interruptible():
         try:
-            staging = _Staging(out, files, force)
+            staging = Staging(out, files, force)
             try:
                 if result.scores is not None:
                     result.scores.drop(columns=["group"], errors="ignore").to_parquet(
                         staging.dir / "scores.parquet", index=False)
-                _stage(result, staging.dir, report)
-                _finish(staging)
+                write_staged(result, staging.dir, report)
+                move_into_place(staging)
             except BaseException as err:
                 staged = staging.size()
                 staging.discard()
                 if (isinstance(err, OSError) and not isinstance(err, FauxError)
                         and err.errno in DISK_FULL):
-                    raise _disk_full(err, staging, staged) from err
+                    raise disk_full_error(err, staging, staged) from err
                 raise
-        except _Terminated:
+        except AuditTerminated:
             raise Terminated from None
-        except _Interrupted:
+        except AuditInterrupted:
             raise KeyboardInterrupt from None
     result.out_dir = Path(out_dir)
     return result.out_dir

@@ -11,7 +11,7 @@ def feature_groups(features) -> list[str]:
     return [f.split("=", 1)[0] if "=" in f else f for f in features]
 
 
-def _ranking(aux_z, z_sample: np.ndarray, features) -> dict:
+def feature_ranking(aux_z, z_sample: np.ndarray, features) -> dict:
     import torch
 
     from faux.methods.builtin import FAuxMethod

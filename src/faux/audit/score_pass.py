@@ -21,7 +21,7 @@ N_TOP = 50  # flagged rows shown with their contributions
 PLOT_SAMPLE = 200_000  # scores kept for the plots
 
 
-def _score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar, *,
+def score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar, *,
                batch_size, seed, keep, bh_null=None, alpha=ALPHA, views=(), passes=(),
                label=None, observers=None, sampled=None):
     """One pass over the data: scores, flags, counts per group, the top rows, the plot
@@ -231,7 +231,7 @@ class _Tally:
                 self.n_scored)
 
 
-def _rewrite_flagged(path: Path, primary: str, threshold: float) -> None:
+def rewrite_flagged(path: Path, primary: str, threshold: float) -> None:
     """Set ``flagged`` of a staged scores.parquet to ``primary > threshold``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -254,7 +254,7 @@ def _rewrite_flagged(path: Path, primary: str, threshold: float) -> None:
     os.replace(tmp, path)
 
 
-def _top_frame(top, scorer, feats, n_features: int = 5) -> pd.DataFrame:
+def top_frame(top, scorer, feats, n_features: int = 5) -> pd.DataFrame:
     cols = ["row_id", "score", "group", "top_features"]
     if not top:
         return pd.DataFrame(columns=cols)

@@ -176,7 +176,7 @@ def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, b
                           f"{fd_step!r}; the default {DEFAULTS.fd_step:g} suits most models")
 
 
-def _check_fd_step_for(target, fd_step: float) -> None:
+def check_fd_step_for(target, fd_step: float) -> None:
     """Warn about a step that is allowed but unusual, for a model it is used on."""
     if target.differentiable:
         return

@@ -30,22 +30,22 @@ from faux.audit.aux_family import one_thread
 from faux.audit.calibration import null_quantile, null_scores
 from faux.audit.data import ArraySource, check_columns, open_source, protected_list, scan
 from faux.audit.flagged_rows import RowValues
-from faux.audit.interrupts import _Interrupted
+from faux.audit.interrupts import AuditInterrupted
 from faux.audit.methods import threshold as default_threshold
 from faux.audit.missing import Missing, NanTarget
 from faux.audit.outcome_pass import OutcomePass
-from faux.audit.outputs import OUTPUT_FILES, _inspect_out, _Staging
+from faux.audit.outputs import OUTPUT_FILES, Staging, inspect_out
 from faux.audit.progress import Progress
-from faux.audit.ranking import _ranking
+from faux.audit.ranking import feature_ranking
 from faux.audit.score_pass import (
     PLOT_SAMPLE,
-    _rewrite_flagged,
-    _score_all,
-    _top_frame,
+    rewrite_flagged,
     sample_scores,
+    score_all,
+    top_frame,
 )
 from faux.audit.scoring import FD_MEMO
-from faux.audit.settings import AuditSettings, _check_fd_step_for
+from faux.audit.settings import AuditSettings, check_fd_step_for
 from faux.audit.verdict import Settings as EffectSettings
 from faux.errors import ConfigError, DataError
 
@@ -144,7 +144,7 @@ def open_inputs(r: Run, model, X, c, *, data, protected, y, label, features, out
 
     st = r.st
     if out_dir is not None:  # before the data are opened: a bad --out fails fast
-        _inspect_out(Path(os.path.abspath(out_dir)), r.files, st.force)
+        inspect_out(Path(os.path.abspath(out_dir)), r.files, st.force)
     source, r.c_cols, r.y_col, features, extra = _source(r, X, c, data, protected, y, label,
                                                          features)
     r.raw_source = source  # the data as given: its hash goes into the provenance
@@ -164,10 +164,10 @@ def open_inputs(r: Run, model, X, c, *, data, protected, y, label, features, out
     if out_dir is not None or data is not None:
         r.out = Path(out_dir) if out_dir is not None else Path("outputs") / "audit" / r.name
         if out_dir is None:
-            _inspect_out(Path(os.path.abspath(r.out)), r.files, st.force)
+            inspect_out(Path(os.path.abspath(r.out)), r.files, st.force)
     r.target = as_target(model, len(feats), exact=st.exact)
     check_methods_for(r.target, r.methods)
-    _check_fd_step_for(r.target, st.fd_step)
+    check_fd_step_for(r.target, st.fd_step)
 
 
 def _scan(r: Run) -> None:
@@ -236,7 +236,7 @@ def fit(r: Run) -> None:
             r.views[0], z, sc.y, kind=st.aux, width=st.aux_width, depth=st.aux_depth,
             epochs=int(st.aux_epochs), seed=st.seed, aux_seeds=int(st.aux_seeds),
             null_permutations=0 if r.rule == RULE_MANUAL else int(st.null_permutations))
-        r.ranking = _ranking(r.aux_z, z, r.feats)
+        r.ranking = feature_ranking(r.aux_z, z, r.feats)
         r.scorer = Scorer(r.target, r.aux_z, sc.mean, sc.scale, r.methods, fd_step=st.fd_step,
                           batch_size=r.batch)
         _thresholds(r)
@@ -257,7 +257,7 @@ def fit(r: Run) -> None:
         if sampled_scores(st, r.target):
             r.sampled = sample_scores(r.views, sc, r.batch)
     except SystemExit:
-        raise _Interrupted from None
+        raise AuditInterrupted from None
 
 
 def sampled_scores(st: AuditSettings, target) -> bool:
@@ -272,12 +272,12 @@ def score(r: Run) -> None:
     """Stage 3: the staging folder, then the pass over every row."""
     st = r.st
     if r.out is not None:
-        r.staging = _Staging(Path(os.path.abspath(r.out)), r.files, st.force)
+        r.staging = Staging(Path(os.path.abspath(r.out)), r.files, st.force)
     r.outcome = OutcomePass(r.views, r.sc.y, r.eff.decision_threshold)
     r.row_values = RowValues(r.feats, r.passes)
     bh_null = r.null["scores"][r.primary] if r.rule == RULE_BH else None
     (r.n_flag, r.per_group, r.top, r.plot_scores, r.mem_scores, r.t_score, r.above,
-     r.bh, r.n_scored) = _score_all(
+     r.bh, r.n_scored) = score_all(
         r.source, r.feats, r.c_cols, r.sc, r.scorer, r.methods, r.thresholds,
         None if r.staging is None else r.staging.dir, r.bar, batch_size=int(st.batch_size),
         seed=st.seed, keep=r.in_memory, bh_null=bh_null, alpha=st.alpha, views=r.views,
@@ -300,9 +300,9 @@ def settle(r: Run) -> None:
             if r.mem_scores is not None:
                 r.mem_scores["flagged"] = r.mem_scores[primary].to_numpy() > bh["threshold"]
             if r.staging is not None:
-                _rewrite_flagged(r.staging.dir / "scores.parquet", primary, bh["threshold"])
+                rewrite_flagged(r.staging.dir / "scores.parquet", primary, bh["threshold"])
     r.thr = r.thresholds[primary]
-    r.top_df = _top_frame(r.top, r.scorer, r.feats)
+    r.top_df = top_frame(r.top, r.scorer, r.feats)
     if r.null is not None:  # every j-th of the sorted null scores: the null's quantiles
         r.plot_scores.update({f"null:{m}": v[::max(1, len(v) // PLOT_SAMPLE)]
                               for m, v in r.null["scores"].items()})
