@@ -243,3 +243,62 @@ def test_registry_has_the_paper_methods_in_row_order(name):
     m = registry.get(name)
     assert registry.names().index(name) == m.paper_row - 1
     assert m.label and "target" in m.needs
+
+
+def private_imports(src: Path = SRC) -> list[str]:
+    """``path:line: module._name`` for every import, in src/faux, of a private name (one
+    leading underscore, not a dunder) from another module of the package: module level and
+    inside functions alike, relative imports resolved. A name another module needs is part
+    of its owner's interface: it gets a public name there (``import ... as _alias`` of a
+    public name is fine)."""
+    out = []
+    for path in sorted((src / "faux").rglob("*.py")):
+        mod = _module_name(path, src)
+        pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = node.module or ""
+            if node.level:
+                up = pkg.split(".")[:len(pkg.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            if not base.startswith("faux"):
+                continue
+            for alias in node.names:
+                name = alias.name
+                if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
+                    out.append(f"{path.relative_to(src).as_posix()}:{node.lineno}: {base}.{name}")
+    return out
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """``from faux.x import _name`` reaches into another module's internals: what one module
+    needs of another has a public name in the module that owns it."""
+    assert private_imports() == []
+
+
+def test_private_import_scan_sees_relative_and_function_level_imports(tmp_path):
+    pkg = tmp_path / "faux"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from faux.sub.b import public as _alias\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from faux.a import _hidden, __version__\n")
+    (pkg / "sub" / "c.py").write_text("from . import _b_private\nfrom .b import ok\n"
+                                      "from collections import _private\n")
+    assert private_imports(tmp_path) == ["faux/sub/b.py:2: faux.a._hidden",
+                                         "faux/sub/c.py:1: faux.sub._b_private"]
+
+
+@pytest.mark.parametrize("package", ["faux", "faux.methods", "faux.metrics", "faux.audit"])
+def test_the_public_packages_list_what_they_export(package):
+    """Each public package has an ``__all__`` whose names all resolve (an attribute of the
+    package, or one of its modules), sorted, without private names."""
+    import importlib
+
+    mod = importlib.import_module(package)
+    names = list(mod.__all__)
+    assert names and names == sorted(names)
+    for name in names:
+        assert not (name.startswith("_") and not name.startswith("__")), name
+        if not hasattr(mod, name):
+            importlib.import_module(f"{package}.{name}")
