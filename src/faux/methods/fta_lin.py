@@ -33,14 +33,19 @@ Pass ``solver="saga"`` (or "sag", "liblinear") for a seed-dependent fit.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numpy as np
 import torch
 from sklearn.linear_model import LogisticRegression
 
 from faux.errors import ConfigError, DataError
 from faux.methods.autograd import check_output, check_x, input_gradients
+from faux.methods.options import Output, ScoreOptions
 
-NORMS = ("projection", "weighted")
+#: the fair metric's norm of the gradient (see the module docstring)
+Norm = Literal["projection", "weighted"]
+NORMS: tuple[str, ...] = get_args(Norm)
 
 
 def _labels(c, n: int) -> np.ndarray:
@@ -118,7 +123,8 @@ class SubspaceMetric:
 class FTALin(SubspaceMetric):
     """FTA under the fair metric of a linear aux; ``fit(x, c)`` then ``score(target, x)``."""
 
-    def __init__(self, norm: str = "projection", p: float = 2.0, output: str = "prob",
+    def __init__(self, norm: Norm = "projection", p: float = ScoreOptions.p,
+                 output: Output = ScoreOptions.output,
                  C: float = 1.0, solver: str = "lbfgs", max_iter: int = 1000,
                  batch_size: int = 65536):
         if norm not in NORMS:

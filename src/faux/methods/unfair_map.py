@@ -28,6 +28,8 @@ The metric is refitted for each seed by the caller (``fit(x, c, seed=s)`` for s 
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import torch
 from torch.nn import functional as F
 
@@ -35,14 +37,16 @@ from faux.errors import ConfigError, DataError
 from faux.methods.autograd import check_model, check_x, forward_logits, scoring_mode
 from faux.methods.fta_lin import SubspaceMetric
 
-SCORES = ("ratio", "difference")
+#: the per-point score: the loss ratio, or the loss difference (see the module docstring)
+Score = Literal["ratio", "difference"]
+SCORES: tuple[str, ...] = get_args(Score)
 
 
 class UnfairMap(SubspaceMetric):
     """``fit(x, c, seed)`` learns the sensitive subspace; ``score(target, x, y)`` attacks."""
 
     def __init__(self, steps: int = 200, lr: float = 1e-2, reg: float = 25.0,
-                 score: str = "ratio", C: float = 1.0, solver: str = "lbfgs",
+                 score: Score = "ratio", C: float = 1.0, solver: str = "lbfgs",
                  max_iter: int = 1000, batch_size: int = 8192):
         if int(steps) < 0 or not lr > 0 or not reg >= 0:
             raise ConfigError(f"UnfairMap needs steps >= 0, lr > 0, reg >= 0; got "
