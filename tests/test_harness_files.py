@@ -22,8 +22,8 @@ def test_file_sha256_is_the_hash_of_the_bytes_across_chunks(tmp_path, monkeypatc
     assert files.file_sha256(tmp_path / "empty") == hashlib.sha256(b"").hexdigest()
 
 
-def test_the_three_shas_of_the_package_are_one_function(tmp_path):
-    from faux.audit import provenance
+def test_the_file_shas_of_the_package_are_one_function(tmp_path):
+    from faux.audit import models, provenance
     from faux.data import download
     from faux.harness.cache import file_checksum
 
@@ -31,6 +31,7 @@ def test_the_three_shas_of_the_package_are_one_function(tmp_path):
     want = hashlib.sha256(b"abc").hexdigest()
     assert provenance.file_sha256 is files.file_sha256
     assert download.sha256_of is files.file_sha256
+    assert models.file_sha256 is files.file_sha256
     assert file_checksum(tmp_path / "f") == want
 
 

@@ -48,7 +48,6 @@ Their public names are importable from here.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import zipfile
@@ -76,6 +75,7 @@ from faux.audit.target import (  # noqa: F401 (re-exported)
     twin_ok,
 )
 from faux.errors import ConfigError, DataError
+from faux.harness.files import file_sha256
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".sav")
 
@@ -101,14 +101,6 @@ def _is_lightgbm_text(path: Path) -> bool:
     except OSError:
         return False
     return head.startswith(b"tree\n") or head.startswith(b"tree\r\n")
-
-
-def file_sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def load_model(path, d: int | None = None, *, trust_pickle: bool = False,
