@@ -129,3 +129,20 @@ def test_the_primary_views_aux_null_models_and_seeds_train_as_one_stack(monkeypa
     X, c = proxy_world(300, seed=5)
     _audit(torch.jit.script(Proxy()), X, c)
     assert calls == [4]
+
+
+@pytest.mark.parametrize("c", [np.array([1, 0, 1, 2]), np.array([1.0, 0.0, -0.0, 2.5, np.nan, 1.0]),
+                               np.array(["a", "b", "a"], dtype=object), [0, 1, 1],
+                               np.array([True, False]), np.array([], dtype=float),
+                               np.array([3, 1], dtype=np.int8)])
+def test_group_labels_and_level_indices_read_each_distinct_value_once(c):
+    """A batch's group names and level indices from its distinct values equal reading every
+    row: ``value_key`` per row, its string, its level's position (-1: none)."""
+    from faux.audit.protected import value_key
+
+    info = ProtectedInfo("categorical", levels=[0, 1, 2, "a", 2.5, True])
+    rows = [value_key(v) for v in c]
+    lookup = {v: i for i, v in enumerate(info.levels)}
+    labels = info.group_labels(c)
+    assert labels.dtype == object and list(labels) == [str(k) for k in rows]
+    assert info.index(c).tolist() == [lookup.get(k, -1) for k in rows]

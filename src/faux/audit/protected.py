@@ -34,14 +34,27 @@ class ProtectedInfo:
 
     def index(self, c: np.ndarray) -> np.ndarray:
         lookup = {v: i for i, v in enumerate(self.levels)}
-        return np.array([lookup.get(value_key(v), -1) for v in c], dtype=np.int64)
+        keys, rows = distinct_keys(c)
+        return np.array([lookup.get(k, -1) for k in keys], dtype=np.int64)[rows]
 
     def group_labels(self, c: np.ndarray) -> np.ndarray:
         """A group name per row (continuous: below / above the median)."""
         if self.kind == "continuous":
             v = np.asarray(c, dtype=np.float64)
             return np.where(v <= self.mean, "below mean", "above mean")
-        return np.array([str(value_key(v)) for v in c], dtype=object)
+        keys, rows = distinct_keys(c)
+        return np.array([str(k) for k in keys], dtype=object)[rows]
+
+
+def distinct_keys(c) -> tuple[list, np.ndarray]:
+    """``value_key`` of the distinct values of ``c`` and, per row, the index of its own:
+    ``[value_key(v) for v in c] == [keys[i] for i in rows]``. A numeric column's distinct
+    values are found by ``np.unique`` (a batch holds few), any other's row by row."""
+    a = np.asarray(c)
+    if a.ndim == 1 and a.dtype.kind in "biuf":
+        u, rows = np.unique(a, return_inverse=True)
+        return [value_key(v) for v in u], rows.reshape(-1)
+    return [value_key(v) for v in c], np.arange(len(c))
 
 
 def value_key(v):
