@@ -54,6 +54,7 @@ import zipfile
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from faux.audit.load_onnx import attach_onnx_twin, load_onnx_file  # noqa: F401 (re-exported)
 from faux.audit.load_skops import SKLEARN_STATE_TYPES, load_skops_file  # noqa: F401
@@ -62,7 +63,6 @@ from faux.audit.target import (  # noqa: F401 (re-exported)
     StaticBatch,
     TargetModel,
     TwoLogits,
-    as_target,
     attach_twin,
     class_name,
     from_callable,
@@ -171,3 +171,20 @@ def _load_pickle(path: Path, names: list[str], d: int | None, sha: str,
     tm = as_target(obj, d, exact)
     tm.loader, tm.obj_class = "pickle", class_name(obj)
     return tm
+
+
+def as_target(model, d: int | None = None, exact: bool = True) -> TargetModel:
+    """Whatever the user passed (path, module, estimator, function) as a ``TargetModel``;
+    ``exact=False`` keeps a convertible scikit-learn model a black box."""
+    if isinstance(model, TargetModel):
+        return model
+    if isinstance(model, str | Path):
+        return load_model(model, d=d, exact=exact)
+    if isinstance(model, nn.Module | torch.jit.ScriptModule):
+        return from_torch(model, type(model).__name__, d)
+    if hasattr(model, "predict_proba") or hasattr(model, "predict"):
+        return from_estimator(model, type(model).__name__, exact)
+    if callable(model):
+        return from_callable(model, getattr(model, "__name__", "function"))
+    raise ConfigError(f"cannot audit a {type(model).__name__}: pass a torch module, a fitted "
+                      "estimator, a function x -> probability, or a model file path")

@@ -276,22 +276,3 @@ def from_estimator(est, source: str = "estimator", exact: bool = True) -> Target
 def from_callable(fn: Callable, source: str = "function") -> TargetModel:
     """A plain function ``x -> probability (n,)`` (black box)."""
     return TargetModel(fn, "function", source)
-
-
-def as_target(model, d: int | None = None, exact: bool = True) -> TargetModel:
-    """Whatever the user passed (path, module, estimator, function) as a ``TargetModel``;
-    ``exact=False`` keeps a convertible scikit-learn model a black box."""
-    if isinstance(model, TargetModel):
-        return model
-    if isinstance(model, str | Path):
-        from faux.audit.models import load_model
-
-        return load_model(model, d=d, exact=exact)
-    if isinstance(model, nn.Module | torch.jit.ScriptModule):
-        return from_torch(model, type(model).__name__, d)
-    if hasattr(model, "predict_proba") or hasattr(model, "predict"):
-        return from_estimator(model, type(model).__name__, exact)
-    if callable(model):
-        return from_callable(model, getattr(model, "__name__", "function"))
-    raise ConfigError(f"cannot audit a {type(model).__name__}: pass a torch module, a fitted "
-                      "estimator, a function x -> probability, or a model file path")
