@@ -18,7 +18,9 @@ from faux.run import composition_error
 from faux.studies.readings import AXES, NUMERIC, check_reading
 
 ROOT = Path(__file__).resolve().parents[1]
-READINGS = sorted(p.stem for p in (ROOT / "conf" / "reading").glob("*.yaml"))
+#: every reading as ``reading=`` selects it (conf/reading/ and conf/reading/axes/)
+READINGS = (sorted(p.stem for p in (ROOT / "conf" / "reading").glob("*.yaml"))
+            + sorted(f"axes/{p.stem}" for p in (ROOT / "conf" / "reading" / "axes").glob("*.yaml")))
 BASE = ["experiment=readings", "profile=tiny", "column=Synthetic-2"]
 
 #: override -> the one line composition reports
@@ -102,7 +104,7 @@ def test_synth_settings_applies_the_reading_and_synthetic_options_override_it():
     from faux.studies.readings import reading_of, synth_settings
 
     def settings(*overrides):
-        cfg = _compose("reading=softmax", *overrides)
+        cfg = _compose("reading=axes/softmax", *overrides)
         plain = {k: OmegaConf.to_container(cfg[k], resolve=True)
                  for k in ("profile", "synthetic", "reading", "trainer")}
         plain["paths"] = {"cache_dir": "/nonexistent", "data_dir": "/nonexistent"}

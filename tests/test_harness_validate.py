@@ -214,7 +214,9 @@ def _shipped_configs():
                 ov = [f"profile={prof}"] + ([f"experiment={exp}"] if exp else [])
                 out.append((f"{exp}/{prof}", _sections(compose("config", overrides=ov))))
         out.append(("aux=adel", _sections(compose("config", overrides=["model/aux=adel"]))))
-        for reading in sorted(p.stem for p in (ROOT / "conf" / "reading").glob("*.yaml")):
+        for reading in (sorted(p.stem for p in (ROOT / "conf" / "reading").glob("*.yaml"))
+                        + sorted(f"axes/{p.stem}"
+                                 for p in (ROOT / "conf" / "reading" / "axes").glob("*.yaml"))):
             out.append((f"reading={reading}",
                         _sections(compose("config", overrides=[f"reading={reading}"]))))
     return out

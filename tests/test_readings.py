@@ -15,7 +15,14 @@ from faux.reports.readings import claims, paper, paper_distance
 from faux.studies.readings import AXES, NUMERIC, check_reading
 
 ROOT = Path(__file__).resolve().parents[1]
-READINGS = sorted(p.stem for p in (ROOT / "conf" / "reading").glob("*.yaml"))
+#: every reading as ``reading=`` selects it: conf/reading/*.yaml, then conf/reading/axes/*.yaml
+READINGS = (sorted(p.stem for p in (ROOT / "conf" / "reading").glob("*.yaml"))
+            + sorted(f"axes/{p.stem}" for p in (ROOT / "conf" / "reading" / "axes").glob("*.yaml")))
+
+
+def _name(selection: str) -> str:
+    """A reading's name (its ``name:``, the file's stem) from its ``reading=`` selection."""
+    return selection.rsplit("/", 1)[-1]
 
 
 def _compose(*overrides, hydra=False):
@@ -27,7 +34,7 @@ def test_every_reading_composes_to_a_complete_valid_reading():
     seen = set()
     for name in READINGS:
         r = _compose("experiment=readings", f"reading={name}").reading
-        assert r.name == name
+        assert r.name == _name(name)
         vals = check_reading(r, name)
         assert set(vals) == set(AXES) | set(NUMERIC)
         seen.add(tuple(sorted(vals.items())))
@@ -38,13 +45,13 @@ def test_the_two_sweeps_list_every_reading_file_once():
     study = str(_compose("experiment=readings", hydra=True).hydra.sweeper.params.reading)
     axes = str(_compose("experiment=readings_axes", hydra=True).hydra.sweeper.params.reading)
     study, axes = study.split(","), axes.split(",")
-    assert sorted(study + axes) == READINGS
-    assert all(n.startswith("p30_") for n in study)
-    assert not any(n.startswith("p30_") for n in axes)
+    assert sorted(study + axes) == sorted(READINGS)
+    assert all(n.startswith("p30_") for n in study)     # what reading= lists
+    assert all(n.startswith("axes/") for n in axes)     # conf/reading/axes/
 
 
 def test_check_reading_names_the_choices():
-    r = dict(_compose("experiment=readings", "reading=gumbel").reading)
+    r = dict(_compose("experiment=readings", "reading=axes/gumbel").reading)
     with pytest.raises(ConfigError, match="ng='bad' is not one of feature, sample"):
         check_reading({**r, "ng": "bad"})
     with pytest.raises(ConfigError, match="unknown axis 'colour'"):
@@ -59,7 +66,7 @@ def _run(*args, cwd=ROOT):
                           text=True, timeout=900, env={**os.environ, "FAUX_PROGRESS": "plain"})
 
 
-@pytest.mark.parametrize("bad,msg", [("reading=gumbel,nope", "unknown reading 'nope'; choose from"),
+@pytest.mark.parametrize("bad,msg", [("reading=axes/gumbel,nope", "unknown reading 'nope'; choose from"),
                                      ("reading.ng=bad", "ng='bad' is not one of feature, sample")])
 def test_bad_readings_are_refused_before_any_job(tmp_path, bad, msg):
     r = _run("faux.run", "-m", "experiment=readings", "profile=tiny", "column=Synthetic-2",
@@ -91,7 +98,7 @@ def _check_cells(df):
 def test_the_prevalence_matched_study_runs_one_tiny_column(tmp_path):
     a, df = _tiny_readings(tmp_path, "readings")
     assert "selected reading" in a.stdout
-    assert sorted(df["reading"]) == [n for n in READINGS if n.startswith("p30_")]
+    assert sorted(df["reading"]) == [n for n in READINGS if "/" not in n]
     _check_cells(df)
     rates = df.set_index("reading")["rate Synthetic-2"]
     assert ((rates - 0.3).abs() < 1e-9).all()                    # the top 30 % everywhere
@@ -108,8 +115,10 @@ def test_the_prevalence_matched_study_runs_one_tiny_column(tmp_path):
 
 def test_new_axis_values_run_one_tiny_column(tmp_path):
     a, df = _tiny_readings(tmp_path, "readings_axes",
-                           "reading=gumbel,gumbel_top30,gumbel_kstd,gumbel_cal,gumbel_licmid,"
-                           "gumbel_licfd,gumbel_licpath,gumbel_licifs")
+                           "reading=" + ",".join(f"axes/{n}" for n in (
+                               "gumbel", "gumbel_top30", "gumbel_kstd", "gumbel_cal",
+                               "gumbel_licmid", "gumbel_licfd", "gumbel_licpath",
+                               "gumbel_licifs")))
     _check_cells(df)
     rates = df.set_index("reading")["rate Synthetic-2"]
     assert rates["gumbel_top30"] == pytest.approx(0.3)           # the fixed top fraction
@@ -126,7 +135,7 @@ def test_new_axis_values_run_one_tiny_column(tmp_path):
 @pytest.mark.slow
 def test_every_one_axis_reading_runs_one_tiny_column(tmp_path):
     a, df = _tiny_readings(tmp_path, "readings_axes")
-    assert sorted(df["reading"]) == [n for n in READINGS if not n.startswith("p30_")]
+    assert sorted(df["reading"]) == sorted(_name(n) for n in READINGS if n.startswith("axes/"))
     _check_cells(df)
 
 

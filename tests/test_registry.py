@@ -105,15 +105,15 @@ def test_profile_generators_reach_every_synthetic_study():
     tiny = {"epochs": 2, "max_steps": 20, "hidden": 16, "depth": 1}
     want = {"magic": tiny, "backache": tiny}
     pair = ("magic", "backache")
-    # (reading=gumbel: a reading with no CVAE overrides of its own; every study takes the
+    # (reading=axes/gumbel: a reading with no CVAE overrides of its own; every study takes the
     # reading's)
     s1 = table1.Settings.from_config(_compose("experiment=table1", "profile=tiny",
-                                              "column=Synthetic-1", "reading=gumbel"))
+                                              "column=Synthetic-1", "reading=axes/gumbel"))
     s5 = fig5.Settings.from_config(_compose("experiment=fig5", "profile=tiny",
-                                            "pair=magic/backache", "reading=gumbel"))
+                                            "pair=magic/backache", "reading=axes/gumbel"))
     s11 = fig11.Settings.from_config(_compose("experiment=fig11", "profile=tiny",
                                               "column.xc=magic", "column.xy=backache",
-                                              "reading=gumbel"))
+                                              "reading=axes/gumbel"))
     s8 = fig8.Settings.from_config(_compose("experiment=fig8", "profile=tiny"))
     for s in (s1, s5, s11):
         assert s.synth.gen_cfgs(pair) == want
@@ -121,14 +121,14 @@ def test_profile_generators_reach_every_synthetic_study():
     # a reading's CVAE setting (latent size 16) sits under the profile's, in Table 1
     s = table1.Settings.from_config(_compose("experiment=table1", "profile=tiny",
                                              "column=Synthetic-1",
-                                             "reading=softmax_latent16_ng_ifs_kstd"))
+                                             "reading=axes/softmax_latent16_ng_ifs_kstd"))
     assert s.synth.gen_cfgs(pair)["magic"] == {"latent_dim": 16, **tiny}
     # a study's per-dataset override sits under the profile's
-    s = fig5.Settings.from_config(_compose("experiment=fig5", "profile=tiny", "reading=gumbel",
+    s = fig5.Settings.from_config(_compose("experiment=fig5", "profile=tiny", "reading=axes/gumbel",
                                            "+synthetic.generators={magic: {beta: 0.5}}"))
     assert s.synth.gen_cfgs(pair)["magic"] == {"beta": 0.5, **tiny}
     # quick has none: no overrides at all (the cache keys of quick/paper runs are unchanged)
-    s = fig5.Settings.from_config(_compose("experiment=fig5", "profile=quick", "reading=gumbel"))
+    s = fig5.Settings.from_config(_compose("experiment=fig5", "profile=quick", "reading=axes/gumbel"))
     assert s.synth.gen_cfgs(pair) == {}
 
 

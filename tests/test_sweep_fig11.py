@@ -143,7 +143,7 @@ def test_section_4_4_studies_take_the_whole_reading(experiment, overrides):
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=[f"experiment={experiment}", "profile=quick",
-                                           "reading=softmax_latent16_ng_ifs_kstd",
+                                           "reading=axes/softmax_latent16_ng_ifs_kstd",
                                            "paths.output_dir=.", *overrides])
     plain = OmegaConf.to_container(cfg, resolve=True)
     s = {"fig11": fig11, "fig5": fig5}[experiment].Settings.from_config(plain)

@@ -81,7 +81,7 @@ def choice(*values) -> Any:
 
 @dataclass
 class Reading:
-    """conf/reading/*.yaml: one value per ambiguous choice of the synthetic benchmark; each
+    """conf/reading/**/*.yaml: one value per ambiguous choice of the synthetic benchmark; each
     file cites the sentence of the paper an axis reads (``faux.studies.readings``)."""
 
     name: str = MISSING

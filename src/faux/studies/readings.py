@@ -1,5 +1,6 @@
 """The readings study: which reading of the paper's synthetic benchmark
-reproduces its Table 1. One job = one named reading (``conf/reading/<name>.yaml``) on one
+reproduces its Table 1. One job = one named reading (``conf/reading/<name>.yaml``, or
+``conf/reading/axes/<name>.yaml`` selected as ``reading=axes/<name>``) on one
 Table 1 column, scoring every test that needs no GAN (FTA, FTA + lin. aux, fAux, fAux+NG,
 fAux+IG, LIC-UB) over the profile's runs.
 
@@ -414,11 +415,14 @@ class ReadingCheck(_Callback):
     def check(self, config) -> int:
         from hydra.core.global_hydra import GlobalHydra
 
-        options = GlobalHydra.instance().config_loader().get_group_options("reading")
+        loader = GlobalHydra.instance().config_loader()
+        options = loader.get_group_options("reading")
+        axes = [f"axes/{o}" for o in loader.get_group_options("reading/axes")]
         names = sweep_readings(config)
-        bad = [n for n in names if n not in options]
+        bad = [n for n in names if n not in options + axes]
         if bad:
-            raise ConfigError(f"unknown reading {bad[0]!r}; choose from {', '.join(options)}")
+            raise ConfigError(f"unknown reading {bad[0]!r}; choose from {', '.join(options)}, "
+                              f"or axes/<name> of conf/reading/axes/")
         check_reading(config.reading, f"reading {config.reading.get('name', '?')}")
         return len(names)
 
