@@ -36,10 +36,18 @@ export PYTHONWARNINGS ?= ignore::DeprecationWarning
 
 .PHONY: help python-check install check-wheels test test-full lint bench clean fig8 table1 real fig4 table3 table4 fig5 fig11 readings readings-axes all wandb-sync
 
-help: ## list the targets
-	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-12s %s\n", $$1, $$2}'
-	@echo "  (PROFILE=quick|paper for the table/figure targets, LAUNCHER=<name> for a sweep's launcher;"
-	@echo "   data root: $(FAUX_DATA_DIR))"
+# make help: the targets by section, each with the text after its `##`
+help: ## list the targets, by section
+	@section() { echo "$$1"; shift; for t in "$$@"; do \
+	  awk -v t="$$t" 'BEGIN{FS=":.*?## "} $$1 == t && /^[a-zA-Z0-9_-]+:.*?## /{printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST); \
+	done; }; \
+	section "main job" install all; \
+	echo "  one job:       $(PY) -m faux.run [group=option ...] [key=value ...] (--help: experiments, groups)"; \
+	section "tables and figures" table1 real fig4 table3 table4 fig5 fig11 fig8 readings readings-axes docs; \
+	echo "  (PROFILE=quick|paper, LAUNCHER=<name> for a sweep's launcher, ARGS=<overrides>; data root: $(FAUX_DATA_DIR))"; \
+	echo "audit"; \
+	echo "  faux audit --model PATH --data PATH --protected COLUMN ...  (faux audit --help; docs/audit.md)"; \
+	section "development" test test-full lint bench python-check check-wheels wandb-sync clean help
 
 # "<major.minor> <path>" of $(PYTHON), empty when it does not run
 PY_FOUND = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2], sys.executable)' 2>/dev/null)
@@ -132,7 +140,7 @@ readings: install ## the readings study: which prevalence-matched reading of the
 	$(call sweep,readings)
 	$(PY) -m faux.aggregate $(call SWEEP,readings) --table readings $(AGG_ARGS)
 
-readings-axes: install ## the one-axis readings (conf/reading/ less p30_*), in normalised AP (outputs/results/readings_axes/)
+readings-axes: install ## the one-axis readings (conf/reading/axes/), in normalised AP (outputs/results/readings_axes/)
 	$(call sweep,readings_axes)
 	$(PY) -m faux.aggregate $(call SWEEP,readings_axes) --table readings --results-dir outputs/results/readings_axes --figures-dir outputs/figures/readings_axes $(AGG_ARGS)
 
