@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 
-from faux.audit.aux_family import one_thread
 from faux.audit.calibration import null_quantile, null_scores
 from faux.audit.data import ArraySource, check_columns, open_source, protected_list, scan
 from faux.audit.flagged_rows import RowValues
@@ -44,7 +43,6 @@ from faux.audit.score_pass import (
     score_all,
     top_frame,
 )
-from faux.audit.scoring import FD_MEMO
 from faux.audit.settings import AuditSettings, check_fd_step_for
 from faux.audit.verdict import Settings as EffectSettings
 from faux.errors import ConfigError, DataError
@@ -69,6 +67,8 @@ class Run:
         self.staging = None
         self.batch = min(int(st.batch_size), 65_536)  # rows per scoring batch
         self.sampled = None  # the sample's diagnostic scores when the pass computes none
+        from faux.audit.scoring import FD_MEMO  # torch loads only when an audit runs
+
         FD_MEMO.clear()  # a model's finite-difference gradients are this audit's own
 
 
@@ -213,6 +213,8 @@ def _one_torch_thread(stage):
     """``stage(r)`` with torch on one intra-op thread."""
     @functools.wraps(stage)
     def run(r: Run) -> None:
+        from faux.audit.aux_family import one_thread  # torch loads only when an audit runs
+
         with one_thread():
             return stage(r)
     return run
@@ -309,4 +311,6 @@ def settle(r: Run) -> None:
     r.baselines = sample_baselines(r.target, r.aux_z, r.sc, primary,
                                    r.views[0].seed_scores[0], r.thr, fd_step=r.st.fd_step,
                                    batch_size=r.batch, seed=r.st.seed)
+    from faux.audit.scoring import FD_MEMO
+
     FD_MEMO.clear()
