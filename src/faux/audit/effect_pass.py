@@ -15,6 +15,10 @@ from faux.audit import effects as fx
 from faux.audit.verdict import Settings
 
 N_ROWS = 50  # flagged rows described per attribute (the largest |effect| first)
+#: rows whose counterfactuals are computed at a time: a batch's are computed in chunks of
+#: this many, which bounds the paths' and the model call's working memory (each row's
+#: effect is its own, whatever rows share its chunk)
+EFFECT_ROWS = 16_384
 N_MOVED = 3  # continuous features named per row (the largest standardised moves)
 COLUMNS = ("p_cf", "effect", "effect_lo", "effect_hi", "decision_changes", "off_support",
            "unreachable", "p_value")
@@ -60,14 +64,27 @@ class EffectPass:
         self.abs_sum = 0.0
         self.top: list = []  # (|effect|, row_id, record) of the N_ROWS largest flagged
 
+    def _effects(self, auxes, gaps, z, ci, x) -> dict:
+        """``faux.audit.effects.effects`` of rows ``z`` (their protected levels ``ci``, the
+        rows as read ``x`` or None), computed ``EFFECT_ROWS`` rows at a time."""
+        parts = []
+        for s in range(0, z.shape[0], EFFECT_ROWS):
+            e = slice(s, s + EFFECT_ROWS)
+            parts.append(fx.effects(self.proba, auxes, gaps, z[e], ci[e], self.kind,
+                                    self.layout, self.mean, self.scale, steps=self.st.steps,
+                                    lo=self.lo, hi=self.hi, contrasts=self.contrasts,
+                                    reach=self.reach, x=None if x is None else x[e]))
+        if len(parts) == 1:
+            return parts[0]
+        return {k: (None if parts[0][k] is None else
+                    np.concatenate([r[k] for r in parts], axis=1 if k == "p_cf" else 0))
+                for k in parts[0]}
+
     def _run(self, nets, gaps, zt, ci, batch_size):
         ps, pcs = [], []
         for s in range(0, zt.shape[0], batch_size):
-            r = fx.effects(self.proba, nets, gaps, zt[s:s + batch_size],
-                           ci[s:s + batch_size], self.kind, self.layout, self.mean,
-                           self.scale, steps=self.st.steps, lo=self.lo, hi=self.hi,
-                           contrasts=self.contrasts, reach=self.reach,
-                           x=None if self.x_sample is None else self.x_sample[s:s + batch_size])
+            r = self._effects(nets, gaps, zt[s:s + batch_size], ci[s:s + batch_size],
+                              None if self.x_sample is None else self.x_sample[s:s + batch_size])
             ps.append(r["p"])
             pcs.append(r["p_cf"])
         return np.concatenate(ps), np.concatenate(pcs, axis=1)
@@ -80,10 +97,7 @@ class EffectPass:
         st = self.st
         c_raw = b.cs[self.name] if b.cs is not None else b.c
         z = torch.as_tensor((b.x - self.mean) / self.scale, dtype=torch.float32)
-        r = fx.effects(self.proba, self.auxes, self.gaps, z, c_index(self.info, c_raw),
-                       self.kind, self.layout, self.mean, self.scale, steps=st.steps,
-                       lo=self.lo, hi=self.hi, contrasts=self.contrasts, reach=self.reach,
-                       x=b.x)
+        r = self._effects(self.auxes, self.gaps, z, c_index(self.info, c_raw), b.x)
         v = fx.verdict(r["p"], r["p_cf"], st.decision_threshold, st.materiality)
         thr = st.decision_threshold
         changes = ((r["p_cf"] >= thr) != (r["p"] >= thr)[None]).all(axis=0)
