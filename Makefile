@@ -34,7 +34,7 @@ export OMP_NUM_THREADS ?= 1
 PYTEST_WORKERS ?= 2
 export PYTHONWARNINGS ?= ignore::DeprecationWarning
 
-.PHONY: help python-check install check-wheels test test-full lint bench clean fig8 table1 real fig4 table3 table4 fig5 fig11 readings readings-axes all wandb-sync
+.PHONY: help python-check install check-wheels test test-full lint bench clean fig8 table1 table1-regime real fig4 table3 table4 fig5 fig11 readings readings-axes all wandb-sync
 
 # make help: the targets by section, each with the text after its `##`
 help: ## list the targets, by section
@@ -43,7 +43,7 @@ help: ## list the targets, by section
 	done; }; \
 	section "main job" install all; \
 	echo "  one job:       $(PY) -m faux.run [group=option ...] [key=value ...] (--help: experiments, groups)"; \
-	section "tables and figures" table1 real fig4 table3 table4 fig5 fig11 fig8 readings readings-axes docs; \
+	section "tables and figures" table1 table1-regime real fig4 table3 table4 fig5 fig11 fig8 readings readings-axes docs; \
 	echo "  (PROFILE=quick|paper, LAUNCHER=<name> for a sweep's launcher, ARGS=<overrides>; data root: $(FAUX_DATA_DIR))"; \
 	echo "audit"; \
 	echo "  faux audit --model PATH --data PATH --protected COLUMN ...  (faux audit --help; docs/audit.md)"; \
@@ -115,6 +115,13 @@ endef
 table1: install ## Table 1: AP of 8 tests on 8 synthetic columns (outputs/results/table1.{csv,md,tex})
 	$(call sweep,table1)
 	$(PY) -m faux.aggregate $(call SWEEP,table1) --table table1 $(AGG_ARGS)
+
+# Table 1 under another generator regime than the selected reading, in its own sweep and
+# results folders (make docs adds a section per regime found)
+REGIME ?= p30_softmax_logitbias
+table1-regime: install ## Table 1 under a second generator regime, REGIME=<reading> (default p30_softmax_logitbias; outputs/results/table1_<reading>/)
+	$(PY) -m faux.run -m experiment=table1 profile=$(PROFILE) logger=$(LOGGER) reading=$(REGIME) $(if $(LAUNCHER),hydra/launcher=$(LAUNCHER)) hydra.sweep.dir=outputs/table1_$(REGIME)/multiruns/$(PROFILE) $(ARGS)
+	$(PY) -m faux.aggregate outputs/table1_$(REGIME)/multiruns/$(PROFILE) --table table1 --results-dir outputs/results/table1_$(REGIME) --figures-dir outputs/figures/table1_$(REGIME) $(AGG_ARGS)
 
 real: install ## the real-data sweep shared by fig4/table3/table4 (SSL only when its CSV is placed)
 	$(call sweep,real)

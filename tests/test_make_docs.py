@@ -247,3 +247,33 @@ def test_single_run_with_extra_overrides_names_its_python_command(make_docs, out
         ["experiment=fig8", "profile=tiny", "fig8.epochs=2"]))
     prov = make_docs.provenance(make_docs.BY_NAME["fig8"], outputs, outputs / "results")
     assert prov.command == "python -m faux.run experiment=fig8 profile=tiny fig8.epochs=2"
+
+
+def test_a_second_generator_regime_gets_its_own_section(make_docs, outputs, tmp_path, capsys):
+    """Table 1 under a second regime (``make table1-regime REGIME=<reading>``) is listed
+    beside the selected reading's, naming its own command; a study other than table1 skips it."""
+    from faux.harness import provenance
+
+    sweep = outputs / "table1_p30_x/multiruns/quick"
+    _job(sweep / "0", "quick", ["method=faux", "column=Synthetic-1", "experiment=table1",
+                                "profile=quick", "logger=csv", "reading=p30_x"], 1_700_000_000.0)
+    (sweep / "multirun.yaml").write_text(yaml.safe_dump({"hydra": {"overrides": {"task": [
+        "experiment=table1", "profile=quick", "logger=csv", "reading=p30_x", "seed=3"]}}}))
+    folder = outputs / "results" / "table1_p30_x"
+    folder.mkdir()
+    (folder / "table1.md").write_text("| method | Synthetic-1 |\n|---|---|\n| LIC-UB | 0.99 |\n")
+    provenance.write(folder, "table1", [sweep],
+                     [json.loads(p.read_text()) for p in sweep.glob("*/result.json")])
+    docs = tmp_path / "docs" / "figures"
+    rc = make_docs.main(["--outputs", str(outputs), "--out", str(docs), "--only", "table1",
+                         "--readme", str(tmp_path / "R.md")])
+    assert rc == 0, capsys.readouterr().err
+    text = (docs / "table1_p30_x.md").read_text()
+    assert "reading `p30_x`" in text and "| LIC-UB | 0.99 |" in text
+    assert "Made by `make table1-regime REGIME=p30_x PROFILE=quick ARGS=seed=3`" in text
+    index = (docs / "README.md").read_text()
+    assert index.index("(table1.md)") < index.index("(table1_p30_x.md)")
+    other = tmp_path / "other"
+    assert make_docs.main(["--outputs", str(outputs), "--out", str(other), "--only", "fig11",
+                           "--readme", str(tmp_path / "R2.md")]) == 0
+    assert not (other / "table1_p30_x.md").exists()
