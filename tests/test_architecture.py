@@ -302,3 +302,38 @@ def test_the_public_packages_list_what_they_export(package):
         assert not (name.startswith("_") and not name.startswith("__")), name
         if not hasattr(mod, name):
             importlib.import_module(f"{package}.{name}")
+
+
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+
+
+def sizes(src: Path = SRC) -> tuple[list[str], list[str]]:
+    """The modules of src/faux over MAX_MODULE_LINES lines and the functions (methods and
+    nested functions included, docstrings counted) over MAX_FUNCTION_LINES."""
+    modules, functions = [], []
+    for path in sorted((src / "faux").rglob("*.py")):
+        text = path.read_text()
+        if text.count("\n") > MAX_MODULE_LINES:
+            modules.append(f"{_module_name(path, src)} ({text.count(chr(10))} lines)")
+        for node in ast.walk(ast.parse(text, str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    functions.append(f"{_module_name(path, src)}.{node.name} ({n} lines)")
+    return modules, functions
+
+
+def test_no_module_over_500_lines_and_no_function_over_80():
+    modules, functions = sizes()
+    assert not modules, f"split by job: {modules}"
+    assert not functions, f"split by step: {functions}"
+
+
+def test_the_size_check_sees_a_long_function_and_a_long_module(tmp_path):
+    pkg = tmp_path / "faux"
+    pkg.mkdir()
+    body = "".join(f"    x{i} = {i}\n" for i in range(85))
+    (pkg / "long.py").write_text("def f():\n" + body + "\n" * 420)
+    modules, functions = sizes(tmp_path)
+    assert modules == ["faux.long (506 lines)"] and functions == ["faux.long.f (86 lines)"]
