@@ -120,3 +120,16 @@ def test_the_bootstrap_is_reproducible_and_pairs_shared_seeds():
     d3, what = I.cell_draws(None, {"a": {"scores": None, "ap_runs": [0.2, 0.4], "seeds": None}},
                             b=200, seed=1)
     assert what == ["runs"] and set(np.round(d3["a"], 6)) <= {0.2, 0.3, 0.4}
+
+
+def test_one_machine_is_one_line_whatever_order_its_thread_pools_were_loaded_in():
+    from faux.reports.table1_intervals import machines
+
+    blas = {"api": "openblas", "threads": 1}
+    omp = {"api": "openmp", "threads": 1}
+    base = {"cpu": "AMD EPYC", "kernels": "AVX2", "torch_threads": 1}
+    jobs = [{"metrics": {"machine": {**base, "pools": pools}}}
+            for pools in ([blas, omp], [omp, blas], [omp, blas])]
+    other = {"metrics": {"machine": {**base, "cpu": "Intel Xeon", "pools": [blas]}}}
+    out = machines([*jobs, other])
+    assert [(m["cpu"], m["n_jobs"]) for m in out] == [("AMD EPYC", 3), ("Intel Xeon", 1)]

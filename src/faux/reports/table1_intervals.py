@@ -138,6 +138,9 @@ def machines(results: list[dict]) -> list[dict]:
     for res in results:
         m = (res.get("metrics") or {}).get("machine")
         if m:
+            # thread pools are listed in the order the job's imports loaded them
+            pools = sorted(m.get("pools") or [], key=lambda p: json.dumps(p, sort_keys=True))
+            m = {**m, "pools": pools} if "pools" in m else m
             key = json.dumps(m, sort_keys=True)
             seen.setdefault(key, {**m, "n_jobs": 0})["n_jobs"] += 1
     return list(seen.values())
