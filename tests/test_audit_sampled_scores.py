@@ -159,3 +159,26 @@ def test_counterfactuals_computed_in_chunks_are_those_of_the_whole_batch(monkeyp
     chunked = _audit(torch.jit.script(Proxy()), X, c, sample=300)
     assert whole.scores.equals(chunked.scores)
     assert whole.summary["effects"] == chunked.summary["effects"]
+
+
+@pytest.mark.filterwarnings("ignore:d. the aux model barely predicts")
+def test_several_attributes_a_views_scores_follow_what_flags_it():
+    """Two categorical attributes of a black box: each attribute's view (flagged by its
+    effects) has the sample rows' scores, the intersection (flagged by its score) every
+    row's; the flags equal scoring every row."""
+    import pandas as pd
+
+    X, c = proxy_world(700, seed=7)
+    rng = np.random.default_rng(8)
+    cs = pd.DataFrame({"c": c, "d": rng.integers(0, 2, len(c))})
+    kw = dict(sample=300, methods=["faux_ng"])
+    some = _audit(from_callable(Counted()), X, cs, **kw)
+    every = _audit(from_callable(Counted()), X, cs, fd_scores="all", **kw)
+    s, a = some.scores, every.scores
+    inter = [col for col in s.columns if col.startswith("faux_ng:") and col != "faux_ng:d"]
+    assert len(inter) == 1 and s[inter[0]].notna().all()  # the intersection: every row
+    assert s["faux_ng:d"].isna().sum() == 400 == s["faux_ng"].isna().sum()
+    for col in ("flagged", "flagged:d", inter[0]):
+        assert s[col].equals(a[col]), col
+    assert some.summary["groups"]["views"][inter[0].split(":")[1]] == \
+        every.summary["groups"]["views"][inter[0].split(":")[1]]
