@@ -114,7 +114,8 @@ def test_profile_generators_reach_every_synthetic_study():
     s11 = fig11.Settings.from_config(_compose("experiment=fig11", "profile=tiny",
                                               "column.xc=magic", "column.xy=backache",
                                               "reading=axes/gumbel"))
-    s8 = fig8.Settings.from_config(_compose("experiment=fig8", "profile=tiny"))
+    s8 = fig8.Settings.from_config(_compose("experiment=fig8", "profile=tiny",
+                                            "reading=axes/gumbel"))
     for s in (s1, s5, s11):
         assert s.synth.gen_cfgs(pair) == want
     assert s8.generator_cfgs == want

@@ -66,7 +66,7 @@ def _labels(cache, *overrides):
     return labels.numpy()
 
 
-@pytest.mark.parametrize("reading", ["softmax", "softmax_kstd"])   # mean + k std, k std
+@pytest.mark.parametrize("reading", ["axes/softmax", "axes/softmax_kstd"])   # mean + k std, k std
 def test_threshold_k_changes_the_labels(cache, reading):
     three = _labels(cache, f"reading={reading}")
     assert (three == _labels(cache, f"reading={reading}", "synthetic.threshold_k=3.0")).all()
