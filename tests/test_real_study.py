@@ -360,6 +360,7 @@ def test_weak_fair_recipe_fails_the_check_and_is_flagged(tmp_path, monkeypatch):
 # ----------------------------------------------------------------------------- harness
 
 
+@pytest.mark.slow  # the longest test (~160 s idle); the job itself: test_run_real_on_toy_data_writes_every_metric
 def test_sweep_on_adult_with_ssl_absent_and_builders(tmp_path, data_dir):
     """experiment=real through Hydra: Adult on a tiny subsample, SSL without its CSV."""
     root = tmp_path / "data"
