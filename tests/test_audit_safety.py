@@ -448,7 +448,8 @@ def test_ctrl_c_in_a_child_process(files, pickled):
            "--trust-pickle", "--data", str(big), "--protected", "gender", "--out",
            str(tmp / "out"), "--aux-epochs", "400", "--no-progress", "--sample", "100000"]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env=env)
+                            env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     t0 = time.monotonic()
     line = proc.stderr.readline()  # the pickle warning: the model is loaded
     assert "pickle" in line

@@ -24,6 +24,12 @@ def _cmd(launcher: str, sweep: Path) -> list[str]:
             f"hydra.sweep.dir={sweep}", *GRID]
 
 
+def _terminal_sigint():
+    """The child takes Ctrl-C as a terminal's foreground process does, also when the test
+    runs under a parent that ignores SIGINT (a background job inherits SIG_IGN)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("launcher", ["basic", "joblib"])
 def test_ctrl_c_in_a_sweep_is_one_line_and_exit_130(tmp_path, launcher):
     sweep = tmp_path / "sweep"
@@ -32,7 +38,8 @@ def test_ctrl_c_in_a_sweep_is_one_line_and_exit_130(tmp_path, launcher):
     cmd = [c for c in _cmd(launcher, sweep) if c]
     # a session of its own: Ctrl-C goes to the whole foreground group, as a terminal sends it
     p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                         preexec_fn=_terminal_sigint)
     before = []
     try:
         for line in p.stdout:
