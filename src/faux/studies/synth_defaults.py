@@ -13,7 +13,7 @@ holds no copy of them.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from faux.errors import ConfigError
@@ -21,7 +21,7 @@ from faux.errors import ConfigError
 SYNTHETIC_YAML = Path(__file__).resolve().parents[3] / "conf" / "synthetic" / "default.yaml"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _synthetic(key: str):
     """``key`` of conf/synthetic/default.yaml."""
     import yaml
