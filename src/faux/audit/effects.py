@@ -242,6 +242,11 @@ def _current_level(z, block: Block, x_mean, x_scale) -> torch.Tensor:
     return torch.cdist(x, codes).argmin(dim=1)
 
 
+def _at(t, idx):
+    """``t[idx]`` for a per-row tensor; a scalar or None as it is."""
+    return t[idx] if isinstance(t, torch.Tensor) and t.dim() > 0 else t
+
+
 @torch.no_grad()
 def _swaps(aux, z, own, level, target, sign, layout, x_mean, x_scale, allowed=None):
     """Greedy categorical swaps: each round, per row, the swap among the blocks not yet
@@ -269,14 +274,17 @@ def _swaps(aux, z, own, level, target, sign, layout, x_mean, x_scale, allowed=No
                 may = free & todo & (cur[bi] != li)
                 if allowed is not None:
                     may = may & allowed(bi, cur[bi], li)
-                if not bool(may.any()):  # no row may take this level: skip the aux call
+                idx = may.nonzero().squeeze(1)
+                if idx.numel() == 0:  # no row may take this level: skip the aux call
                     continue
-                gain = sign * (_scalar_of(aux, _swap(z, block, li, x_mean, x_scale), own, level)
-                               - now)
-                ok = may & (gain > best_gain)
-                best_gain = torch.where(ok, gain, best_gain)
-                best_b = torch.where(ok, torch.full_like(best_b, bi), best_b)
-                best_l = torch.where(ok, torch.full_like(best_l, li), best_l)
+                sub = _swap(z[idx], block, li, x_mean, x_scale)
+                gain = _at(sign, idx) * (_scalar_of(aux, sub, _at(own, idx), level)
+                                         - now[idx])
+                better = gain > best_gain[idx]
+                pick = idx[better]
+                best_gain[pick] = gain[better]
+                best_b[pick] = bi
+                best_l[pick] = li
         if not bool((best_b >= 0).any()):
             break
         for bi, block in enumerate(layout.blocks):
