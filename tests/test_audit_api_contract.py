@@ -49,6 +49,7 @@ def test_an_aux_near_chance_is_a_warning_listed_by_the_result():
     with pytest.warns(faux.FauxAuditWarning, match="near chance") as got:
         res = faux.audit(_model, X, c, **KW)
     assert any("near chance" in w for w in res.warnings)
+    assert {w.filename for w in got} == {__file__}  # the user's line, not faux's
     assert res.summary["warnings"] == res.warnings
     assert len({str(w.message) for w in got}) == len(got)  # each once
     text = repr(res)
@@ -60,9 +61,10 @@ def test_a_pipeline_audited_after_its_encoders_is_a_warning():
 
     X, sex, y = people()
     model = fitted(X, y)
-    with pytest.warns(faux.FauxAuditWarning, match="Pipeline that encodes its own columns"):
+    with pytest.warns(faux.FauxAuditWarning, match="Pipeline that encodes its own columns") as got:
         res = faux.audit(model, X, sex, **KW)
     assert any("after its" in w for w in res.warnings)
+    assert {w.filename for w in got} == {__file__}  # the user's line, not faux's
 
 
 def test_unreachable_and_off_support_rows_are_warnings_above_their_share():

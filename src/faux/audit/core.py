@@ -154,5 +154,5 @@ def _audit(model, X, c, *, data, protected, y, label, features, out_dir, name,
             raise disk_full_error(err, staging, staged) from err
         raise
     for msg in late:
-        warn(msg, stacklevel=3)
+        warn(msg)
     return result

@@ -4,7 +4,11 @@ the audit under way (``collecting``), so that its result can list them."""
 from __future__ import annotations
 
 import contextvars
+import os
+import sys
 import warnings
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class FauxAuditWarning(UserWarning):
@@ -15,14 +19,25 @@ _collected: contextvars.ContextVar[list | None] = contextvars.ContextVar("faux_a
                                                                           default=None)
 
 
-def warn(msg: str, stacklevel: int = 3) -> None:
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside the faux package: a warning then names
+    the user's line that called the audit, however deep in the pipeline it was raised."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def warn(msg: str, stacklevel: int | None = None) -> None:
     """One warning (whitespace collapsed to one line): ``FauxAuditWarning``, and recorded for
-    the audit under way (``collecting``)."""
+    the audit under way (``collecting``). By default it names the first line outside faux
+    (the user's call of the audit)."""
     msg = " ".join(msg.split())
     got = _collected.get()
     if got is not None and msg not in got:
         got.append(msg)
-    warnings.warn(msg, FauxAuditWarning, stacklevel=stacklevel)
+    level = _caller_level() if stacklevel is None else stacklevel
+    warnings.warn(msg, FauxAuditWarning, stacklevel=level)
 
 
 def current() -> list[str]:
