@@ -500,3 +500,20 @@ def test_target_memo_computes_the_target_once_and_changes_no_score(xw, method):
         target.rows = 0
         score(method, target, auxes[0], x, target_memo=memo, ig_steps=4)
         assert target.rows == rows_alone // 3 // 8 * 4
+
+
+def test_a_memo_shared_by_two_tests_computes_the_aux_once_and_changes_no_score(xw):
+    """fAux and fAux+NG scoring the same rows with one memo: the target and the aux each run
+    once, and both scores equal, bit for bit, those of separate calls."""
+    from faux.methods.gradients import score
+
+    x, _, _ = xw
+    target, aux = Counting(mlp(seed=3)), Counting(mlp(k=2, seed=11))
+    alone = [score(m, target, aux, x) for m in ("faux", "faux_ng")]
+    t_rows, a_rows = target.rows, aux.rows
+    target.rows = aux.rows = 0
+    memo = {}
+    shared = [score(m, target, aux, x, target_memo=memo) for m in ("faux", "faux_ng")]
+    assert (target.rows, aux.rows) == (t_rows // 2, a_rows // 2)
+    for s0, s1 in zip(alone, shared):
+        assert torch.equal(s0, s1)

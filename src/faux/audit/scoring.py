@@ -158,6 +158,12 @@ class Scorer:
                 config = MethodConfig(dict(kind.audit_options, batch_size=self.batch_size,
                                            output=self._output))
                 self.fitted[m] = kind.build(config).fit(data, 0)
+            # one memo for all: the target's and the aux's gradients of a batch are computed
+            # once for every method (cleared per batch, so that it holds one batch at most)
+            self._memo: dict = {}
+            for fitted in self.fitted.values():
+                if hasattr(fitted, "memo"):
+                    fitted.memo = self._memo
 
     # ------------------------------------------------------------------ helpers
     def z_of(self, x: np.ndarray) -> torch.Tensor:
@@ -236,6 +242,7 @@ class Scorer:
         out = {}
         if self.target.differentiable:
             batch = Batch(z)
+            self._memo.clear()
             for m in self.methods:
                 s = torch.as_tensor(self.fitted[m].score(self.target_z, batch)).detach()
                 out[m] = s.double().cpu().numpy()

@@ -33,9 +33,11 @@ class Gradient(Base):
     def __init__(self, config: MethodConfig | None = None):
         super().__init__(config)
         self.aux = None
-        # shared by the per-seed copies fit() makes: the target's gradients (or IG
-        # attributions) on a batch are computed for the first seed and reused by the others
-        self._target_memo: dict = {}
+        #: gradients kept for reuse, shared by the per-seed copies fit() makes: the target's
+        #: gradients (or IG attributions) on a batch are computed for the first seed and
+        #: reused by the others; tests scoring the same rows may share one dict (the aux's
+        #: gradients are then computed once for all of them)
+        self.memo: dict = {}
 
     def fit(self, data: TrainData, seed: int) -> Gradient:
         out = copy.copy(self)
@@ -50,7 +52,7 @@ class Gradient(Base):
         """Scores under the config's options, with ``options`` (a variant's) on top."""
         o = self.config.options if options is None else self.config.options.replace(
             **(options.as_dict() if isinstance(options, ScoreOptions) else options))
-        return self.scores(target, self.aux, batch.x, o, target_memo=self._target_memo)
+        return self.scores(target, self.aux, batch.x, o, target_memo=self.memo)
 
     def report(self, x0, **options) -> torch.Tensor:
         """Transparency report (eq. 40) from the aux model (see ``transparency.faux_report``)."""
@@ -88,7 +90,7 @@ class Gradient(Base):
         from faux.methods.gradient_pass import aux_gradients, target_gradients
 
         g_t, w_t = target_gradients(target, x, o, memo)
-        g_a, w_a = aux_gradients(aux, x, o) if aux is not None else (None, None)
+        g_a, w_a = aux_gradients(aux, x, o, memo) if aux is not None else (None, None)
         return g_t, w_t, g_a, w_a
 
     @staticmethod

@@ -65,8 +65,8 @@ def _baseline_key(baseline):
 
 def _memo_target(memo: dict | None, target: nn.Module, x: torch.Tensor, opts: tuple,
                  compute: Callable[[], Factored]) -> Factored:
-    """``compute()`` (the target's factored gradients), or a copy of a stored result for the
-    same target object with the same weights, the same ``x`` tensor (unchanged since: the
+    """``compute()`` (a model's factored gradients), or a copy of a stored result for the
+    same model object with the same weights, the same ``x`` tensor (unchanged since: the
     tensors' version counters, which in-place updates such as an optimiser step advance) and
     the options ``opts`` the target part reads."""
     if memo is None:
@@ -108,12 +108,17 @@ def target_attributions(target: nn.Module, x: torch.Tensor, o: ScoreOptions,
     return _memo_target(memo, target, x, opts, compute)
 
 
-def aux_gradients(aux: nn.Module, x: torch.Tensor, o: ScoreOptions) -> Factored:
+def aux_gradients(aux: nn.Module, x: torch.Tensor, o: ScoreOptions,
+                  memo: dict | None = None) -> Factored:
     """The aux's input gradients ``(n, k, d)`` of ``o.aux_output``, factored; FauxError when
-    they are zero on every row (the aux ignores x)."""
-    g_a, w_a = input_grads(aux, x, o.aux_output, o.batch_size, "aux")
-    check_aux_not_constant(g_a, w_a)
-    return g_a, w_a
+    they are zero on every row (the aux ignores x). With ``memo``, computed once per aux, rows
+    and options (several tests scoring the same rows with the same aux share it)."""
+    def compute():
+        g_a, w_a = input_grads(aux, x, o.aux_output, o.batch_size, "aux")
+        check_aux_not_constant(g_a, w_a)
+        return g_a, w_a
+
+    return _memo_target(memo, aux, x, ("aux_grad", o.aux_output, o.batch_size), compute)
 
 
 def aux_attributions(aux: nn.Module, x: torch.Tensor, o: ScoreOptions) -> Factored:
