@@ -161,9 +161,14 @@ def test_fig8_and_fig11_claims(md, tmp_path):
     assert held == {"a/b outer": True, "c/d outer": False}
     ks = [0.1, 0.2, 0.3, 0.4, 0.5]
     pd.DataFrame({"ap": [0.9, 0.8, 0.7, 0.6, 0.5], "ap_top30": [0.9, 0.8, 0.7, 0.6, 0.5],
-                  "ks": ks, "mse": [0.3, 0.1, 0.5, 0.2, 0.4]}).to_csv(tmp_path / "fig11.csv")
+                  "ks": ks, "mse": [0.3, 0.2, 0.5, 0.1, 0.4]}).to_csv(tmp_path / "fig11.csv")
     got = {c["id"]: c for c in md.C.fig11(tmp_path, "")}
-    assert got["KS"]["held"] and "-1.00" in got["KS"]["ours"] and got["MSE"]["held"]
+    assert got["KS"]["held"] and "-1.00 / -1.00" in got["KS"]["ours"] and got["MSE"]["held"]
+    # the rule of fig11.md: a weak correlation of the right sign does not hold the KS claim
+    pd.DataFrame({"ap": [0.9, 0.8, 0.7, 0.6, 0.5], "ap_top30": [0.9, 0.8, 0.7, 0.6, 0.5],
+                  "ks": [0.3, 0.2, 0.5, 0.1, 0.4], "mse": ks}).to_csv(tmp_path / "fig11.csv")
+    got = {c["id"]: c for c in md.C.fig11(tmp_path, "")}
+    assert not got["KS"]["held"] and not got["MSE"]["held"]
 
 
 FIG4 = """Fig. 4/10: AUROC ...
