@@ -15,12 +15,9 @@ from omegaconf import OmegaConf
 from faux.errors import ConfigError
 from faux.harness import schema, validate
 from faux.run import composition_error
-from faux.studies.readings import AXES, NUMERIC, check_reading
+from faux.studies.readings import AXES, NUMERIC
 
 ROOT = Path(__file__).resolve().parents[1]
-#: every reading as ``reading=`` selects it (conf/reading/ and conf/reading/axes/)
-READINGS = (sorted(p.stem for p in (ROOT / "conf" / "reading").glob("*.yaml"))
-            + sorted(f"axes/{p.stem}" for p in (ROOT / "conf" / "reading" / "axes").glob("*.yaml")))
 BASE = ["experiment=readings", "profile=tiny", "column=Synthetic-2"]
 
 #: override -> the one line composition reports
@@ -77,13 +74,8 @@ def test_a_key_added_with_plus_is_refused_before_the_run(override, key):
         validate.check(plain)
 
 
-def test_every_reading_composes_under_the_schema():
-    for name in READINGS:
-        cfg = _compose(f"reading={name}")
-        assert OmegaConf.get_type(cfg.reading) is schema.Reading
-        assert OmegaConf.get_type(cfg.profile) is schema.Profile
-        assert OmegaConf.get_type(cfg.synthetic) is schema.Synthetic
-        assert check_reading(cfg.reading, name)["fraction"] == cfg.reading.fraction
+# every reading composing under the schema: tests/test_readings.py (one composition per
+# reading serves both files' checks)
 
 
 def test_axes_are_the_schemas_choices():

@@ -9,8 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 from faux.errors import ConfigError
+from faux.harness import schema
 from faux.reports.readings import claims, paper, paper_distance
 from faux.studies.readings import AXES, NUMERIC, check_reading
 
@@ -30,14 +32,24 @@ def _compose(*overrides, hydra=False):
         return compose("config", overrides=list(overrides), return_hydra_config=hydra)
 
 
-def test_every_reading_composes_to_a_complete_valid_reading():
+def test_every_reading_composes_to_a_complete_valid_reading_under_the_schema():
+    """Every reading composes (one Hydra context, one composition per reading) to a typed
+    config (the schema's Reading, Profile and Synthetic nodes) whose reading checks complete
+    and valid, and no two names give the same reading."""
     seen = set()
-    for name in READINGS:
-        r = _compose("experiment=readings", f"reading={name}").reading
-        assert r.name == _name(name)
-        vals = check_reading(r, name)
-        assert set(vals) == set(AXES) | set(NUMERIC)
-        seen.add(tuple(sorted(vals.items())))
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        for name in READINGS:
+            cfg = compose("config", overrides=["experiment=readings", "profile=tiny",
+                                               "column=Synthetic-2", f"reading={name}"])
+            r = cfg.reading
+            assert OmegaConf.get_type(r) is schema.Reading
+            assert OmegaConf.get_type(cfg.profile) is schema.Profile
+            assert OmegaConf.get_type(cfg.synthetic) is schema.Synthetic
+            assert r.name == _name(name)
+            vals = check_reading(r, name)
+            assert set(vals) == set(AXES) | set(NUMERIC)
+            assert vals["fraction"] == r.fraction
+            seen.add(tuple(sorted(vals.items())))
     assert len(seen) == len(READINGS)          # no two names for one reading
 
 
