@@ -145,10 +145,11 @@ def save_scores(out_dir, labels, runs, seeds) -> str | None:
     """``scores.npz`` in ``out_dir``: the test rows' labels (int8), each run's scores (float32,
     runs x rows) and the run seeds, written atomically; the file's name (None without a
     folder). About 4 bytes per row and run: 24 KB for the quick profile's 3 x 2,000."""
-    import os
-    import tempfile
+    import io
 
     import numpy as np
+
+    from faux.harness.files import write_atomic
 
     def host(a):
         return np.asarray(a.detach().cpu() if hasattr(a, "detach") else a).reshape(-1)
@@ -157,15 +158,9 @@ def save_scores(out_dir, labels, runs, seeds) -> str | None:
         return None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{SCORES}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, labels=host(labels).astype(np.int8),
-                     scores=np.stack([host(r).astype(np.float32) for r in runs]),
-                     seeds=np.asarray(seeds, dtype=np.int64))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out / SCORES)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buf = io.BytesIO()
+    np.savez(buf, labels=host(labels).astype(np.int8),
+             scores=np.stack([host(r).astype(np.float32) for r in runs]),
+             seeds=np.asarray(seeds, dtype=np.int64))
+    write_atomic(out / SCORES, buf.getvalue(), prefix=f".{SCORES}.", suffix=".part")
     return SCORES
