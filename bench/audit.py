@@ -257,35 +257,23 @@ def adult_audit(rows: int) -> None:
     not in the data root."""
     import warnings
 
-    from sklearn.compose import ColumnTransformer
-    from sklearn.neural_network import MLPClassifier
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    from audit_validity import adult_model
 
     import faux
-    from faux.data.real import read_adult_frame
     from faux.errors import FauxError
 
-    try:
-        df = read_adult_frame(download=False).dropna().reset_index(drop=True)
-    except (FauxError, OSError) as err:
-        print(f"# adult: skipped ({' '.join(str(err).split())[:120]})", file=sys.stderr)
-        return
-    df = df.sample(n=min(rows, len(df)), random_state=0).reset_index(drop=True)
-    y = df["income-per-year"].str.startswith(">50K").astype(int).to_numpy()
-    X = df.drop(columns=["sex", "race", "income-per-year", "fnlwgt"])
-    cats = [c for c in X.columns if X[c].dtype == object]
-    nums = [c for c in X.columns if c not in cats]
-    pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), cats),
-                             ("num", StandardScaler(), nums)])
-    c = (df["sex"] == "Male").astype(int).to_numpy()
-    with warnings.catch_warnings(), _timed_training() as spent:
-        warnings.simplefilter("ignore")
-        model = Pipeline([("pre", pre), ("mlp", MLPClassifier(
-            (64, 32), max_iter=60, random_state=0))]).fit(X, y)
-        t0 = time.perf_counter()
-        res = faux.audit(model, X, c, seed=0, progress=False, report=False)
-        wall = time.perf_counter() - t0
+    with _timed_training() as spent:
+        try:
+            df, X, y, model = adult_model(0, rows)
+        except (FauxError, OSError) as err:
+            print(f"# adult: skipped ({' '.join(str(err).split())[:120]})", file=sys.stderr)
+            return
+        c = (df["sex"] == "Male").astype(int).to_numpy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.perf_counter()
+            res = faux.audit(model, X, c, seed=0, progress=False, report=False)
+            wall = time.perf_counter() - t0
     sc = res.summary["scoring"]
     print(f"# adult: {sc['mode']}; {len(res.summary['data']['features'])} columns; full pass "
           f"{sc['seconds']:.1f} s; {res.summary['flagged']['count']:,} rows flagged",

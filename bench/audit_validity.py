@@ -128,10 +128,10 @@ def worlds(rows: int, strengths, seed: int, audit_kw: dict) -> list[dict]:
     return out
 
 
-def adult(seed: int, audit_kw: dict, rows: int | None = None) -> list[dict]:
-    """An MLP Pipeline (one-hot encoder on the string columns, scaler, MLPClassifier) on
-    Adult without sex and race, audited for sex on the raw rows; the partial ground truth:
-    the married rows whose decision flips when relationship Husband <-> Wife (only that)."""
+def adult_model(seed: int = 0, rows: int | None = None):
+    """``(df, X, y, model)``: Adult from the data root (``rows``: a sample of them), its
+    features without sex, race, the label and fnlwgt, and an MLP Pipeline (one-hot encoder on
+    the string columns, scaler, MLPClassifier (64, 32)) fitted on them."""
     from sklearn.compose import ColumnTransformer
     from sklearn.neural_network import MLPClassifier
     from sklearn.pipeline import Pipeline
@@ -152,6 +152,14 @@ def adult(seed: int, audit_kw: dict, rows: int | None = None) -> list[dict]:
         warnings.simplefilter("ignore")
         model = Pipeline([("pre", pre), ("mlp", MLPClassifier(
             (64, 32), max_iter=60, random_state=seed))]).fit(X, y)
+    return df, X, y, model
+
+
+def adult(seed: int, audit_kw: dict, rows: int | None = None) -> list[dict]:
+    """The MLP Pipeline of :func:`adult_model` on Adult without sex and race, audited for sex
+    on the raw rows; the partial ground truth: the married rows whose decision flips when
+    relationship Husband <-> Wife (only that)."""
+    df, X, y, model = adult_model(seed, rows)
     swap = X.copy()
     rel = X["relationship"]
     swap["relationship"] = rel.map({"Husband": "Wife", "Wife": "Husband"}).fillna(rel)
