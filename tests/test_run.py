@@ -15,7 +15,10 @@ def _run(*args, cwd=ROOT):
                           capture_output=True, text=True, timeout=300)
 
 
-def test_single_run_writes_result(tmp_path):
+def test_single_run_writes_result_and_a_crashed_rerun_leaves_no_current_result(tmp_path):
+    """One run (the default folder under paths.log_dir), then the same job rerun into that
+    folder over a corrupt dataset file: a one-line error, exit 2, and the old result kept
+    only as stale."""
     r = _run("data=magic", f"paths.log_dir={tmp_path}")
     assert r.returncode == 0, r.stderr
     (res_path,) = tmp_path.glob("run/runs/*/result.json")
@@ -25,31 +28,43 @@ def test_single_run_writes_result(tmp_path):
     assert res["timings"]["wall_s"] > 0
     assert (res_path.parent / "csv" / "metrics.csv").exists()
 
+    out = res_path.parent
+    bad = tmp_path / "bad" / "pmlb" / "magic"
+    bad.mkdir(parents=True)
+    (bad / "magic.tsv.gz").write_bytes(b"not gzip at all")
+    r = _run("data=magic", f"hydra.run.dir={out}", f"paths.data_dir={tmp_path / 'bad'}")
+    assert r.returncode == 2
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error:") and "magic" in last     # the bad file: one line
+    assert not (out / "result.json").exists()               # the old result is not current
+    stale = json.loads((out / "result.stale.json").read_text())
+    assert stale["metrics"]["dataset"] == "magic"
 
-def test_multirun_and_rerun_skips_finished_jobs(tmp_path):
+
+def test_multirun_rerun_skips_finished_jobs_and_other_overrides_overwrite_no_cell(tmp_path):
     sweep = tmp_path / "sweep"
     args = ("-m", "data=backache,wdbc", f"hydra.sweep.dir={sweep}")
     r = _run(*args)
     assert r.returncode == 0, r.stderr
     results = sorted(sweep.glob("*/result.json"))
     assert len(results) == 2
-    names = {json.loads(p.read_text())["metrics"]["dataset"] for p in results}
-    assert names == {"backache", "wdbc"}
+    first = {json.loads(p.read_text())["metrics"]["dataset"]: p for p in results}
+    assert set(first) == {"backache", "wdbc"}
     before = [p.stat().st_mtime_ns for p in results]
     r = _run(*args)
     assert r.returncode == 0, r.stderr
     assert "skipped" in r.stdout + r.stderr
     assert [p.stat().st_mtime_ns for p in results] == before
 
-
-def test_bad_dataset_file_is_a_one_line_error(tmp_path):
-    bad = tmp_path / "data" / "pmlb" / "magic"
-    bad.mkdir(parents=True)
-    (bad / "magic.tsv.gz").write_bytes(b"not gzip at all")
-    r = _run("data=magic", f"paths.log_dir={tmp_path}", f"paths.data_dir={tmp_path / 'data'}")
-    assert r.returncode == 2
-    last = r.stderr.strip().splitlines()[-1]
-    assert last.startswith("error:") and "magic" in last
+    # the issue's finding: `make table1 ARGS=method=faux_ng` reran job 0 (fta) as faux_ng in
+    # the same folder; here the second sweep's job 0 is wdbc, the first sweep's was backache
+    stamp = {k: p.stat().st_mtime_ns for k, p in first.items()}
+    r = _run("-m", "data=wdbc", f"hydra.sweep.dir={sweep}")
+    assert r.returncode == 0, r.stderr
+    after = {json.loads(p.read_text())["metrics"]["dataset"]: p for p in sweep.glob("*/result.json")}
+    assert after == first                                   # same folders, nothing overwritten
+    assert {k: p.stat().st_mtime_ns for k, p in after.items()} == stamp   # wdbc: skipped
+    assert "skipped" in r.stdout + r.stderr
 
 
 def test_config_hash_ignores_other_studies_profile_sections():
@@ -125,23 +140,6 @@ def test_job_folder_is_named_by_its_overrides_not_its_number():
     assert a.startswith("j") and len(a) == 13
 
 
-def test_sweep_with_other_overrides_never_overwrites_another_cell(tmp_path):
-    # the issue's finding: `make table1 ARGS=method=faux_ng` reran job 0 (fta) as faux_ng in
-    # the same folder; here the second sweep's job 0 is wdbc, the first sweep's was backache
-    sweep = tmp_path / "sweep"
-    r = _run("-m", "data=backache,wdbc", f"hydra.sweep.dir={sweep}")
-    assert r.returncode == 0, r.stderr
-    first = {json.loads(p.read_text())["metrics"]["dataset"]: p for p in sweep.glob("*/result.json")}
-    assert set(first) == {"backache", "wdbc"}
-    stamp = {k: p.stat().st_mtime_ns for k, p in first.items()}
-    r = _run("-m", "data=wdbc", f"hydra.sweep.dir={sweep}")
-    assert r.returncode == 0, r.stderr
-    after = {json.loads(p.read_text())["metrics"]["dataset"]: p for p in sweep.glob("*/result.json")}
-    assert after == first                                   # same folders, nothing overwritten
-    assert {k: p.stat().st_mtime_ns for k, p in after.items()} == stamp   # wdbc: skipped
-    assert "skipped" in r.stdout + r.stderr
-
-
 def test_same_sweep_over_a_changed_data_root_reruns(tmp_path):
     import gzip
 
@@ -170,21 +168,6 @@ def test_same_sweep_over_a_changed_data_root_reruns(tmp_path):
     after = json.loads(res_path.read_text())
     assert after["data_sha256"] != before["data_sha256"]
     assert after["config_hash"] != before["config_hash"]
-
-
-def test_crashed_rerun_leaves_no_current_result(tmp_path):
-    out = tmp_path / "job"
-    r = _run("data=backache", f"hydra.run.dir={out}", f"paths.log_dir={tmp_path}")
-    assert r.returncode == 0, r.stderr
-    assert (out / "result.json").exists()
-    bad = tmp_path / "bad" / "pmlb" / "backache"
-    bad.mkdir(parents=True)
-    (bad / "backache.tsv.gz").write_bytes(b"not gzip at all")
-    r = _run("data=backache", f"hydra.run.dir={out}", f"paths.data_dir={tmp_path / 'bad'}")
-    assert r.returncode == 2
-    assert not (out / "result.json").exists()               # the old result is not current
-    stale = json.loads((out / "result.stale.json").read_text())
-    assert stale["metrics"]["dataset"] == "backache"
 
 
 def test_a_failing_logger_never_loses_the_result(tmp_path, monkeypatch, capsys):
