@@ -4,6 +4,7 @@ training curves of what it trained; training with the curve logger changes nothi
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -138,7 +139,7 @@ def test_plain_offline_wandb_phones_home(tmp_path):
 def test_offline_job_holds_the_metrics_and_makes_no_outbound_connection(tmp_path):
     """logger=wandb (offline by default) with the network unreachable: the job finishes
     without delay, tries no connection (Python or wandb-core), and its offline run holds
-    each metric's name and value."""
+    each metric's name and value, and the run labels as tags and as ``by.`` config."""
     job = tmp_path / "job"
     r, attempts, elapsed = _guarded(
         ["faux.run", "data=wdbc", "logger=wandb", f"hydra.run.dir={job}"], tmp_path,
@@ -152,6 +153,12 @@ def test_offline_job_holds_the_metrics_and_makes_no_outbound_connection(tmp_path
     for key in ("n_rows", "n_features", "positive_rate", "wall_s"):
         assert key.encode() in blob
     assert str(res["metrics"]["n_rows"]).encode() in blob
+    assert res["status"] == "ok"
+    for tag in (b"study:run", b"dataset:wdbc", b"profile:quick", b"job:summary"):
+        assert tag in blob
+    for key, value in ((b"by.study", b'"run"'), (b"by.dataset", b'"wdbc"'),
+                       (b"by.profile", b'"quick"')):
+        assert re.search(re.escape(key) + rb".{1,6}" + re.escape(value), blob, re.S), key
 
 
 def test_private_env_is_a_default_the_user_can_override():
