@@ -200,7 +200,9 @@ def test_every_rule_of_the_table_refuses_what_it_should(pattern):
 @functools.lru_cache(maxsize=1)
 def _shipped_configs():
     """(label, resolved checked sections) of every experiment x profile, and the aux/fair
-    model choices the configs name."""
+    model choices the configs name. Every reading (a reading file sets only the ``reading``
+    section) passes the same checks (``problems``, a rule for each number) in
+    tests/test_readings.py, where each is composed once."""
     from hydra import compose, initialize_config_dir
 
     from faux.harness.guard import _sections
@@ -214,11 +216,6 @@ def _shipped_configs():
                 ov = [f"profile={prof}"] + ([f"experiment={exp}"] if exp else [])
                 out.append((f"{exp}/{prof}", _sections(compose("config", overrides=ov))))
         out.append(("aux=adel", _sections(compose("config", overrides=["model/aux=adel"]))))
-        for reading in (sorted(p.stem for p in (ROOT / "conf" / "reading").glob("*.yaml"))
-                        + sorted(f"axes/{p.stem}"
-                                 for p in (ROOT / "conf" / "reading" / "axes").glob("*.yaml"))):
-            out.append((f"reading={reading}",
-                        _sections(compose("config", overrides=[f"reading={reading}"]))))
     return out
 
 

@@ -35,7 +35,12 @@ def _compose(*overrides, hydra=False):
 def test_every_reading_composes_to_a_complete_valid_reading_under_the_schema():
     """Every reading composes (one Hydra context, one composition per reading) to a typed
     config (the schema's Reading, Profile and Synthetic nodes) whose reading checks complete
-    and valid, and no two names give the same reading."""
+    and valid, that passes the harness's check of a shipped config
+    (``faux.harness.validate.problems``) with a rule for each of its numbers and flags, and
+    no two names give the same reading."""
+    from faux.harness.guard import _sections
+    from faux.harness.validate import expected, problems
+
     seen = set()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         for name in READINGS:
@@ -49,6 +54,11 @@ def test_every_reading_composes_to_a_complete_valid_reading_under_the_schema():
             vals = check_reading(r, name)
             assert set(vals) == set(AXES) | set(NUMERIC)
             assert vals["fraction"] == r.fraction
+            sections = _sections(cfg)
+            assert {"seed", "profile", "synthetic", "model", "reading"} <= set(sections), name
+            assert problems(sections) == [], name
+            assert [k for k, v in sections["reading"].items()
+                    if isinstance(v, (int, float, bool)) and expected(f"reading.{k}") is None] == []
             seen.add(tuple(sorted(vals.items())))
     assert len(seen) == len(READINGS)          # no two names for one reading
 
