@@ -32,12 +32,23 @@ def _compose(*overrides, hydra=False):
         return compose("config", overrides=list(overrides), return_hydra_config=hydra)
 
 
-def test_every_reading_composes_to_a_complete_valid_reading_under_the_schema():
+def _targets(node):
+    """Every node of a composed config that names a ``_target_``."""
+    if OmegaConf.is_dict(node):
+        if "_target_" in node:
+            yield node
+        for k in node:
+            yield from _targets(node[k])
+
+
+def test_every_reading_composes_to_a_complete_valid_reading_under_the_schema(tmp_path):
     """Every reading composes (one Hydra context, one composition per reading) to a typed
-    config (the schema's Reading, Profile and Synthetic nodes) whose reading checks complete
-    and valid, that passes the harness's check of a shipped config
-    (``faux.harness.validate.problems``) with a rule for each of its numbers and flags, and
-    no two names give the same reading."""
+    config (the schema's Reading, Profile and Synthetic nodes) whose ``_target_`` nodes
+    instantiate, whose reading checks complete and valid, that passes the harness's check
+    of a shipped config (``faux.harness.validate.problems``) with a rule for each of its
+    numbers and flags, and no two names give the same reading."""
+    from hydra.utils import instantiate
+
     from faux.harness.guard import _sections
     from faux.harness.validate import expected, problems
 
@@ -45,7 +56,10 @@ def test_every_reading_composes_to_a_complete_valid_reading_under_the_schema():
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         for name in READINGS:
             cfg = compose("config", overrides=["experiment=readings", "profile=tiny",
-                                               "column=Synthetic-2", f"reading={name}"])
+                                               "column=Synthetic-2", f"reading={name}",
+                                               f"paths.output_dir={tmp_path}"])
+            found = list(_targets(cfg))
+            assert found and all(instantiate(node) is not None for node in found), name
             r = cfg.reading
             assert OmegaConf.get_type(r) is schema.Reading
             assert OmegaConf.get_type(cfg.profile) is schema.Profile
