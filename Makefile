@@ -30,7 +30,8 @@ endif
 export FAUX_DATA_DIR
 export OMP_NUM_THREADS ?= 1
 # pytest-xdist workers for `make test` (tests run torch on one thread: two workers use both
-# cores of the 2-core CI machine; each test file stays on one worker)
+# cores of the 2-core CI machine; each test file stays on one worker, the longest files first:
+# tests/conftest.py LONG_FIRST)
 PYTEST_WORKERS ?= 2
 export PYTHONWARNINGS ?= ignore::DeprecationWarning
 
@@ -91,7 +92,7 @@ check-wheels: ## needs PyPI: does each constraints.txt line publish a wheel for 
 	done; exit $$status
 
 test: install ## run the fast test suite (pytest -m "not slow", PYTEST_WORKERS processes)
-	$(PY) -m pytest -m "not slow" -q -n $(PYTEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -m "not slow" -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test-full: install ## run every test, the slow sweeps included
 	$(PY) -m pytest -q
