@@ -133,3 +133,19 @@ def test_one_machine_is_one_line_whatever_order_its_thread_pools_were_loaded_in(
     other = {"metrics": {"machine": {**base, "cpu": "Intel Xeon", "pools": [blas]}}}
     out = machines([*jobs, other])
     assert [(m["cpu"], m["n_jobs"]) for m in out] == [("AMD EPYC", 3), ("Intel Xeon", 1)]
+    assert machines([other, *jobs]) == out        # whatever order the jobs finished in
+
+
+def test_the_same_results_in_another_job_order_write_the_same_bytes(tmp_path):
+    from faux.reports.table1_intervals import write
+
+    cells = {"Synthetic-2": {"faux_ng": {"ap": 0.3}, "fta_lin": {"ap": 0.35}},
+             "Synthetic-1": {"fta": {"ap": 0.3}}}
+    flipped = {col: dict(reversed(list(cells[col].items()))) for col in reversed(list(cells))}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = write({"cells": cells, "resampled": {"Synthetic-2": ["rows", "runs"]}},
+              tmp_path / "a").read_bytes()
+    b = write({"resampled": {"Synthetic-2": ["rows", "runs"]}, "cells": flipped},
+              tmp_path / "b").read_bytes()
+    assert a == b and a.index(b'"Synthetic-1"') < a.index(b'"Synthetic-2"')

@@ -143,13 +143,17 @@ def machines(results: list[dict]) -> list[dict]:
             m = {**m, "pools": pools} if "pools" in m else m
             key = json.dumps(m, sort_keys=True)
             seen.setdefault(key, {**m, "n_jobs": 0})["n_jobs"] += 1
-    return list(seen.values())
+    return [seen[k] for k in sorted(seen)]
 
 
 def write(data: dict, results_dir: Path) -> Path:
-    path = Path(results_dir) / NAME
-    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    return path
+    """``table1_intervals.json`` in ``results_dir``, keys sorted: the same results give the
+    same bytes whatever order their jobs finished in."""
+    from faux.harness.files import write_text_atomic
+
+    return write_text_atomic(Path(results_dir) / NAME,
+                             json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True)
+                             + "\n")
 
 
 def claim_states(data: dict) -> dict:
