@@ -214,6 +214,13 @@ def _alive(procs: dict[int, str]) -> dict[int, str]:
     return left
 
 
+def _default_sigint():
+    """The child takes SIGINT as Ctrl-C, also when the test runs under a parent that ignores
+    SIGINT (a pytest-xdist worker, a background job: the child would inherit SIG_IGN, ignore
+    the signal and simply finish its sweep)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_no_worker_outlives_an_interrupted_joblib_sweep(tmp_path, sig):
@@ -222,7 +229,7 @@ def test_no_worker_outlives_an_interrupted_joblib_sweep(tmp_path, sig):
            f"hydra.sweep.dir={sweep}", "method=fta,lic_ub"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(cache, FAUX_JOBS="2"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_sigint)
     seen: dict[int, str] = {}
     try:
         deadline = time.monotonic() + 120
@@ -240,6 +247,8 @@ def test_no_worker_outlives_an_interrupted_joblib_sweep(tmp_path, sig):
             seen.update(_children(pid))
         os.kill(proc.pid, sig)
         proc.wait(timeout=60)
+        # the signal ended the sweep (Ctrl-C: faux's exit 130), not the sweep's own end
+        assert proc.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 130)
         deadline = time.monotonic() + 10
         while _alive(seen) and time.monotonic() < deadline:
             time.sleep(0.2)
