@@ -15,6 +15,7 @@ default reading (``gumbel``) shares every artifact with Table 1.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -280,6 +281,7 @@ def method_config(cs: ColumnSettings, r: dict) -> MethodConfig:
 
 def run(s: Settings, out_dir, log) -> dict:
     col, r = s.column, s.reading
+    t_start = time.time()
     phase = Phases()
     with phase("prepare"):
         pc = prepare_shared(col, s.synth, s.target, s.seed).pc
@@ -326,6 +328,8 @@ def run(s: Settings, out_dir, log) -> dict:
         "target_grad_cosine": {"output": r["target_output"], "median": cosine},
         "aux_arch_runs": [[a.width, a.depth] for a in
                           (aux_spec_for(s.aux, x, r["aux_arch"]) for x in aux_seeds)],
+        # the sweep's wall clock (first start to last finish) in make docs
+        "started": t_start, "finished": time.time(),
     }
 
 

@@ -70,6 +70,7 @@ class Settings:
 
 def run(s: Settings, out_dir, log) -> dict:
     col, method = s.column, registry.get(s.method)
+    t_start = time.time()
     rss_scope = reset_peak_rss()
     phase = Phases()
     shared = prepare_shared(col, s.synth, s.target, s.seed)
@@ -134,6 +135,8 @@ def run(s: Settings, out_dir, log) -> dict:
         # not the file, into its own folder, and finds the scores there
         "scores_path": str((Path(out_dir) / scores_file).resolve()) if scores_file else None,
         "machine": machine(),
+        # the sweep's wall clock (first start to last finish) in make docs
+        "started": t_start, "finished": time.time(),
     }
 
 
