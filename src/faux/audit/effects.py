@@ -31,85 +31,17 @@ and aux model, whatever the model (black boxes included).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
 from faux.audit.effect_defaults import STEPS, SUPPORT_MARGIN
+from faux.audit.layout import Layout, current_level
+from faux.audit.swaps import swaps
 from faux.errors import ConfigError
 from faux.methods.first_order import min_norm_step, outside, scalar_gradient, widened_range
-
-ONE_HOT_SEPARATORS = ("_", "=")
-
-
-@dataclass(frozen=True)
-class Block:
-    """A categorical feature in the model's input: its columns, its level names, and each
-    level's values in those columns (``codes[i]``: one-hot rows, a one-hot row of zeros for
-    a dropped level, ``(0,)``/``(1,)`` for a 0/1 column, ``(i,)`` for an ordinal code)."""
-
-    name: str
-    columns: tuple[int, ...]
-    levels: tuple[str, ...]
-    codes: tuple[tuple[float, ...], ...] = ()
-
-    def __post_init__(self):
-        if not self.codes:
-            k = len(self.columns)
-            codes = ((0.0,), (1.0,)) if k == 1 else tuple(
-                tuple(float(i == j) for j in range(k)) for i in range(k))
-            object.__setattr__(self, "codes", codes)
-        if len(self.codes) != len(self.levels) or any(len(v) != len(self.columns)
-                                                      for v in self.codes):
-            raise ConfigError(f"categorical feature {self.name!r}: one code per level, each "
-                              "with one value per column")
-
-    def level_of(self, values) -> int:
-        """The level whose code is nearest to one row's ``values`` of the block's columns."""
-        v = np.asarray(values, dtype=np.float64).reshape(1, -1)
-        return int(np.argmin(((np.asarray(self.codes) - v) ** 2).sum(axis=1)))
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Which input columns are categorical (blocks) and which continuous."""
-
-    n_features: int
-    blocks: tuple[Block, ...] = ()
-    continuous: tuple[int, ...] = field(default=())
-
-    @staticmethod
-    def infer(x: np.ndarray, names) -> Layout:
-        """Blocks from the data: columns named ``<feature><sep><level>`` (sep ``_`` or ``=``)
-        holding only 0/1 and summing to exactly 1 on every row form one block; any other
-        column holding only 0 and 1 is a block of its own; the rest are continuous."""
-        x = np.asarray(x)
-        names = [str(n) for n in names]
-        binary = [j for j in range(x.shape[1]) if np.isin(x[:, j], (0.0, 1.0)).all()]
-        blocks, used = [], set()
-        for sep in ONE_HOT_SEPARATORS:
-            groups: dict[str, list[int]] = {}
-            for j in binary:
-                if j not in used and sep in names[j]:
-                    groups.setdefault(names[j].rsplit(sep, 1)[0], []).append(j)
-            for prefix, cols in groups.items():
-                if len(cols) >= 2 and np.all(x[:, cols].sum(axis=1) == 1):
-                    blocks.append(Block(prefix, tuple(cols),
-                                        tuple(names[j].rsplit(sep, 1)[1] for j in cols)))
-                    used.update(cols)
-        for j in binary:
-            if j not in used:
-                blocks.append(Block(names[j], (j,), ("0", "1")))
-                used.add(j)
-        cont = tuple(j for j in range(x.shape[1]) if j not in used)
-        return Layout(x.shape[1], tuple(sorted(blocks, key=lambda b: b.columns[0])), cont)
-
-    def mask(self, device=None) -> torch.Tensor:
-        m = torch.zeros(self.n_features, dtype=torch.bool, device=device)
-        m[list(self.continuous)] = True
-        return m
 
 
 @dataclass(frozen=True)
@@ -202,7 +134,7 @@ def level_contrasts(z: torch.Tensor, c_index, kind: str, layout: Layout, x_mean,
     xs = torch.as_tensor(x_scale, dtype=z.dtype, device=z.device)
     out = []
     for block in layout.blocks:
-        lev = _current_level(z, block, xm, xs).cpu().numpy()
+        lev = current_level(z, block, xm, xs).cpu().numpy()
         L = len(block.levels)
         n = np.array([(c == g).sum() for g in range(k)], dtype=float)
         cnt = np.array([[((lev == li) & (c == g)).sum() for g in range(k)] for li in range(L)],
@@ -223,79 +155,6 @@ def level_contrasts(z: torch.Tensor, c_index, kind: str, layout: Layout, x_mean,
 
 def _scalar_of(aux, z, own, level):
     return aux_scalar(aux(z), own, level)
-
-
-def _swap(z: torch.Tensor, block: Block, level: int, x_mean, x_scale) -> torch.Tensor:
-    """``z`` with ``block`` set to its ``level``."""
-    z = z.clone()
-    cols = list(block.columns)
-    vals = torch.as_tensor(block.codes[level], dtype=z.dtype, device=z.device)
-    z[:, cols] = ((vals - x_mean[cols]) / x_scale[cols]).expand(z.shape[0], -1)
-    return z
-
-
-def _current_level(z, block: Block, x_mean, x_scale) -> torch.Tensor:
-    """Each row's level of ``block``: the nearest code."""
-    cols = list(block.columns)
-    x = z[:, cols] * x_scale[cols] + x_mean[cols]
-    codes = torch.as_tensor(block.codes, dtype=z.dtype, device=z.device)
-    return torch.cdist(x, codes).argmin(dim=1)
-
-
-def _at(t, idx):
-    """``t[idx]`` for a per-row tensor; a scalar or None as it is."""
-    return t[idx] if isinstance(t, torch.Tensor) and t.dim() > 0 else t
-
-
-@torch.no_grad()
-def _swaps(aux, z, own, level, target, sign, layout, x_mean, x_scale, allowed=None):
-    """Greedy categorical swaps: each round, per row, the swap among the blocks not yet
-    swapped that moves the aux furthest towards ``target`` is applied while the target is
-    not reached. ``allowed(bi, current_levels, candidate)``: a (n,) mask of the rows that may
-    make that swap (None: all). Returns the new rows and (n, n_blocks) new level indices
-    (-1: unchanged)."""
-    n, nb = z.shape[0], len(layout.blocks)
-    z = z.clone()
-    moved = torch.full((n, nb), -1, dtype=torch.long, device=z.device)
-    if nb == 0:
-        return z, moved
-    cur = [_current_level(z, b, x_mean, x_scale) for b in layout.blocks]
-    for _ in range(nb):
-        now = _scalar_of(aux, z, own, level)
-        todo = sign * (target - now) > 0
-        if not bool(todo.any()):
-            break
-        best_gain = torch.zeros(n, dtype=z.dtype, device=z.device)
-        best_b = torch.full((n,), -1, dtype=torch.long, device=z.device)
-        best_l = torch.full((n,), -1, dtype=torch.long, device=z.device)
-        for bi, block in enumerate(layout.blocks):
-            free = moved[:, bi] < 0
-            for li in range(len(block.levels)):
-                may = free & todo & (cur[bi] != li)
-                if allowed is not None:
-                    may = may & allowed(bi, cur[bi], li)
-                idx = may.nonzero().squeeze(1)
-                if idx.numel() == 0:  # no row may take this level: skip the aux call
-                    continue
-                sub = _swap(z[idx], block, li, x_mean, x_scale)
-                gain = _at(sign, idx) * (_scalar_of(aux, sub, _at(own, idx), level)
-                                         - now[idx])
-                better = gain > best_gain[idx]
-                pick = idx[better]
-                best_gain[pick] = gain[better]
-                best_b[pick] = bi
-                best_l[pick] = li
-        if not bool((best_b >= 0).any()):
-            break
-        for bi, block in enumerate(layout.blocks):
-            rows = best_b == bi
-            if not bool(rows.any()):
-                continue
-            for li in torch.unique(best_l[rows]).tolist():
-                r = rows & (best_l == li)
-                z[r] = _swap(z[r], block, li, x_mean, x_scale)
-                moved[r, bi] = li
-    return z, moved
 
 
 def _path(aux, z, own, level, target, steps, mask, reach=None):
@@ -404,8 +263,11 @@ def counterfactual(aux: nn.Module, z: torch.Tensor, c_index: torch.Tensor, kind:
         start = _scalar_of(aux, z, own, d.level)
     target = start + d.shift
     sign = torch.sign(d.shift)
-    z1, moved = _swaps(aux, z, own, d.level, target, sign, layout, xm, xs,
-                       _allowed(contrasts, c_index, kind, d))
+    def scalar_at(rows, idx):   # the aux's scalar at changed rows, the rows ``idx`` of z
+        return _scalar_of(aux, rows, None if own is None else own[idx], d.level)
+
+    z1, moved = swaps(scalar_at, z, target, sign, layout, xm, xs,
+                      _allowed(contrasts, c_index, kind, d))
     with torch.no_grad():
         now = _scalar_of(aux, z1, own, d.level)
     left = torch.where(sign * (target - now) > 0, target, now)   # never walk back

@@ -5,7 +5,7 @@ A Pipeline whose first steps are a ``ColumnTransformer``, ``OneHotEncoder`` or
 the encoding steps (``pre``), applied to each batch as it is read, and the rest (``rest``),
 the model the audit scores, on the encoded columns. The encoders also say exactly which
 encoded columns are one categorical feature and which values each level takes
-(:class:`faux.audit.effects.Layout`), so a counterfactual swaps a category (``relationship:
+(:class:`faux.audit.layout.Layout`), so a counterfactual swaps a category (``relationship:
 Husband -> Wife``) and never moves a one-hot column fractionally.
 
 A raw value that an encoder never saw in training (an unseen category, a missing value it was
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from faux.audit.data import ArraySource, Batch, FileSource, Source, protected_list
-from faux.audit.effects import Block, Layout
+from faux.audit.layout import Block, Layout
 from faux.errors import DataError
 
 
