@@ -27,9 +27,9 @@ def _at(t, idx):
 @torch.no_grad()
 def swaps(scalar_at, z, target, sign, layout, x_mean, x_scale, allowed=None):
     """Greedy categorical swaps: ``scalar_at(rows, idx)`` is the aux's scalar at ``rows``, a
-    changed copy of the rows ``idx`` of ``z``. Each round, per row, the swap among the blocks not yet
-    swapped that moves the aux furthest towards ``target`` is applied while the target is
-    not reached. ``allowed(bi, current_levels, candidate)``: a (n,) mask of the rows that may
+    changed copy of the rows ``idx`` of ``z``. Each round, per row, the swap among the blocks
+    not yet swapped that moves the aux furthest towards ``target`` is applied while the target
+    is not reached. ``allowed(bi, current_levels, candidate)``: a (n,) mask of the rows that may
     make that swap (None: all). Returns the new rows and (n, n_blocks) new level indices
     (-1: unchanged)."""
     n, nb = z.shape[0], len(layout.blocks)
@@ -43,7 +43,7 @@ def swaps(scalar_at, z, target, sign, layout, x_mean, x_scale, allowed=None):
         todo = sign * (target - now) > 0
         if not bool(todo.any()):
             break
-        best_gain = torch.zeros(n, dtype=z.dtype, device=z.device)
+        best_gain = torch.zeros(n, dtype=now.dtype, device=z.device)
         best_b = torch.full((n,), -1, dtype=torch.long, device=z.device)
         best_l = torch.full((n,), -1, dtype=torch.long, device=z.device)
         for bi, block in enumerate(layout.blocks):
