@@ -8,7 +8,8 @@ import os
 import sys
 import warnings
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: the faux package's folder, with a separator (so that ``faux_other/`` is not inside it)
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class FauxAuditWarning(UserWarning):
