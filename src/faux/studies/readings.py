@@ -24,6 +24,7 @@ import torch
 from faux.errors import ConfigError
 from faux.methods import registry
 from faux.methods.builtin import FAuxMethod
+from faux.methods.lic_ub import secant_gap
 from faux.methods.options import ScoreOptions
 from faux.methods.protocol import MethodConfig, TrainData
 from faux.metrics.ranking import auroc, average_precision, top_fraction_labels
@@ -168,6 +169,7 @@ class Settings:
     aux: MLPSpec
     target: MLPSpec
     synth: ColumnSettings
+    lic_ub_forms: bool                # every form of LIC-UB (a diagnostic no claim or rank reads)
     generator_scores: bool = True     # each CVAE's A.7.3 model score (cached; off in tests)
 
     @classmethod
@@ -181,7 +183,7 @@ class Settings:
         col = Column(**columns[name])
         return cls(rname, r, name, col, int(cfg["seed"]), int(cfg["profile"]["runs"]),
                    instantiate(cfg["model"]["aux"]), target_spec(cfg, r),
-                   synth_settings(cfg, r, (col.xc, col.xy)),
+                   synth_settings(cfg, r, (col.xc, col.xy)), bool(cfg["lic_ub_forms"]),
                    bool(cfg.get("generator_scores", True)))
 
 
@@ -310,9 +312,13 @@ def run(s: Settings, out_dir, log) -> dict:
                 aux_acc.append(fitted.info["aux_accuracy"])
         ap_runs[name] = aps
         log(f"  {name}: AP {sum(aps) / len(aps):.3f}")
-    with phase("lic_ub_forms"):
-        lic_forms, linearity = lic_ub_forms(pc, batch, labels, r)
-    log("  LIC-UB forms: " + ", ".join(f"{k} {v['ap']:.3f}" for k, v in lic_forms.items()))
+    lic_forms = {}
+    if s.lic_ub_forms:
+        with phase("lic_ub_forms"):
+            lic_forms = lic_ub_forms(pc, batch, labels, r)
+        log("  LIC-UB forms: " + ", ".join(f"{k} {v['ap']:.3f}" for k, v in lic_forms.items()))
+    with phase("linearity"):
+        linearity = secant_gap(pc.target, batch.x_of_c, len(pc.test), output=r["ifs_output"])
     with phase("gradient_cosine"):
         cosine = target_gradient_cosine(pc.target, pc.test.x, r["target_output"])
     log(f"  median cos(grad f_tar(x), mean grad f_tar) ({r['target_output']}): {cosine:.3f}")
@@ -333,12 +339,11 @@ def run(s: Settings, out_dir, log) -> dict:
     }
 
 
-def lic_ub_forms(pc: PreparedColumn, batch, labels: torch.Tensor, r: dict) -> tuple[dict, dict]:
+def lic_ub_forms(pc: PreparedColumn, batch, labels: torch.Tensor, r: dict) -> dict:
     """Every form of LIC-UB on the column's test rows, on the target's and the IFS's output:
     ``{"<at>/<output>": {"ap": .., "auroc": ..}}`` (``at`` in ``mixed`` and
-    ``faux.methods.lic_ub.LIC_AT``), and how far ``c -> f_tar(x(c))`` is from linear on the
-    IFS's output (``faux.methods.lic_ub.secant_gap``)."""
-    from faux.methods.lic_ub import LIC_AT, lic_ub, lic_ub_composite, secant_gap
+    ``faux.methods.lic_ub.LIC_AT``)."""
+    from faux.methods.lic_ub import LIC_AT, lic_ub, lic_ub_composite
 
     out = {}
     for output in dict.fromkeys((r["ifs_output"], r["target_output"])):
@@ -351,4 +356,4 @@ def lic_ub_forms(pc: PreparedColumn, batch, labels: torch.Tensor, r: dict) -> tu
                 sc = lic_ub_composite(pc.target, batch.x_of_c, batch.c, at=at, output=output)
             out[f"{at}/{output}"] = {"ap": average_precision(labels, sc),
                                      "auroc": auroc(labels, sc)}
-    return out, secant_gap(pc.target, batch.x_of_c, len(pc.test), output=r["ifs_output"])
+    return out
