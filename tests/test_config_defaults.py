@@ -60,7 +60,7 @@ def _code_defaults():
     """``(composed key, where, the code's default)`` of every code-side default of a key the
     configs carry."""
     from faux.harness.schema import READING_NUMERIC
-    from faux.studies import readings, synth_defaults
+    from faux.studies import synth_defaults
     from faux.studies.column import ColumnSettings
 
     return [
@@ -71,8 +71,6 @@ def _code_defaults():
         ("reading.fraction", "ColumnSettings.top_fraction",
          _field_default(ColumnSettings, "top_fraction")),
         ("reading.fraction", "schema Reading.fraction", READING_NUMERIC["fraction"][0]),
-        ("generator_scores", "studies.readings.Settings.generator_scores",
-         _field_default(readings.Settings, "generator_scores")),
     ]
 
 

@@ -142,6 +142,8 @@ def test_the_prevalence_matched_study_runs_one_tiny_column(tmp_path):
     # of c -> f_tar(x(c)) is every job's
     assert not [c for c in df.columns if c.startswith("lic ")]
     assert df["linearity_gap Synthetic-2"].notna().all()
+    md = (tmp_path / "results" / "readings.md").read_text()
+    assert md.count("| nonlinearity |") == len(df) and "| mid/logit |" not in md
     assert (tmp_path / "fig" / "readings.png").stat().st_size > 10_000
     assert not df["complete"].any() and not df["valid"].any()     # one column of eight
     assert a.returncode == 1                                      # the missing cells are named

@@ -321,17 +321,21 @@ def _nap_md(df: pd.DataFrame, short: list[str]) -> list[str]:
 
 
 def _lic_forms_md(df: pd.DataFrame, short: list[str]) -> list[str]:
-    """Every form of LIC-UB and the target's nonlinearity in c (none when no job had them)."""
+    """Every form of LIC-UB (when the jobs computed them: ``lic_ub_forms``) and the target's
+    nonlinearity in c (none when no job had either)."""
     lic_cols = sorted({c.split(" ")[1] for c in df.columns if c.startswith("lic ")})
-    if not lic_cols:
+    lin_cols = [f"linearity_gap {c}" for c in COLUMNS]
+    if not lic_cols and not (set(lin_cols) <= set(df.columns) and df[lin_cols].notna().any().any()):
         return []
-    lines = ["", "Every form of LIC-UB (AP against the reading's labels; `at/output`: "
-             "mixed = target gradient at the observed x times dx/dc at c = .5; mid, fd, "
-             "observed = one point of c → f_tar(x(c)); path = its mean over [0, 1], the "
-             "label in the limit, a check), and the median of "
-             "|g(1) − g(0) − g′(.5)| / |g(1) − g(0)| for g(c) = f_tar(x(c)) on the IFS's "
-             "output (0: g quadratic, where mid is exact):", "",
-             "| reading | form | " + " | ".join(short) + " |",
+    gap = ("the median of |g(1) − g(0) − g′(.5)| / |g(1) − g(0)| for g(c) = f_tar(x(c)) on "
+           "the IFS's output (0: g quadratic, where mid is exact)")
+    head = (f"Every form of LIC-UB (AP against the reading's labels; `at/output`: mixed = "
+            f"target gradient at the observed x times dx/dc at c = .5; mid, fd, observed = one "
+            f"point of c → f_tar(x(c)); path = its mean over [0, 1], the label in the limit, a "
+            f"check), and {gap}:" if lic_cols else
+            f"The target's nonlinearity along the c-path, {gap} (the forms of LIC-UB: "
+            f"`make readings-axes`):")
+    lines = ["", head, "", "| reading | form | " + " | ".join(short) + " |",
              "|---|---|" + "---|" * len(COLUMNS)]
     for _, r in df.iterrows():
         for form in lic_cols:
@@ -340,7 +344,7 @@ def _lic_forms_md(df: pd.DataFrame, short: list[str]) -> list[str]:
                     "" if pd.isna(r[f"lic {form} {c}"]) else f"{r[f'lic {form} {c}']:.3f}"
                     for c in COLUMNS) + " |")
         lines.append(f"| {r['reading']} | nonlinearity | " + " | ".join(
-            "" if pd.isna(r[f"linearity_gap {c}"]) else f"{r[f'linearity_gap {c}']:.2f}"
+            "" if pd.isna(r.get(f"linearity_gap {c}")) else f"{r[f'linearity_gap {c}']:.2f}"
             for c in COLUMNS) + " |")
     return lines
 

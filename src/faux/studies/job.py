@@ -87,7 +87,7 @@ def data_sha256(plain: dict) -> str | None:
 def validate(plain: dict) -> None:
     """The job's own checks that need no training, run once before the study (the harness's
     numbers, ``faux.harness.validate``, are checked before this by ``faux.run``): a synthetic
-    job's column options (``faux.synth.sampler.check_synthetic_options``: datasets, bias,
+    job's column options (``faux.synth.generator_settings.check_synthetic_options``: datasets, bias,
     fusion, decoding, tau) and its method name (the registry). Raises a one-line
     ConfigError."""
     from faux.errors import ConfigError
@@ -99,7 +99,7 @@ def validate(plain: dict) -> None:
             raise ConfigError(f"unknown column {column!r}; choose one of {', '.join(columns)}")
         column = columns[column]
     if isinstance(column, dict) and {"xc", "xy"} <= set(column):
-        from faux.synth.sampler import check_synthetic_options
+        from faux.synth.generator_settings import check_synthetic_options
 
         known = ("xc", "xy", "bias", "fusion")          # the fields of studies.column.Column
         extra = sorted(set(column) - set(known))

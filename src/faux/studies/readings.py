@@ -170,7 +170,7 @@ class Settings:
     target: MLPSpec
     synth: ColumnSettings
     lic_ub_forms: bool                # every form of LIC-UB (a diagnostic no claim or rank reads)
-    generator_scores: bool = True     # each CVAE's A.7.3 model score (cached; off in tests)
+    generator_scores: bool            # each CVAE's A.7.3 model score (cached; off in tests)
 
     @classmethod
     def from_config(cls, cfg: dict) -> Settings:
@@ -184,7 +184,7 @@ class Settings:
         return cls(rname, r, name, col, int(cfg["seed"]), int(cfg["profile"]["runs"]),
                    instantiate(cfg["model"]["aux"]), target_spec(cfg, r),
                    synth_settings(cfg, r, (col.xc, col.xy)), bool(cfg["lic_ub_forms"]),
-                   bool(cfg.get("generator_scores", True)))
+                   bool(cfg["generator_scores"]))
 
 
 def labels_for(pc: PreparedColumn, rule: str, cs: ColumnSettings,

@@ -27,11 +27,7 @@ from torch import nn
 
 from faux.errors import ConfigError
 from faux.synth.encoding import block_bounds
-
-DECODINGS = ("gumbel", "softmax")
-#: how the condition enters the decoder (the first is the default; a CVAE saved without the
-#: hyperparameter is a ``decoder_input`` one)
-C_PATHS = ("decoder_input", "logit_bias")
+from faux.synth.generator_settings import C_PATHS, DECODINGS  # noqa: F401  (re-exported)
 
 #: the logit bias's learning rate, in units of the CVAE's (``c_path="logit_bias"``)
 C_BIAS_LR_SCALE = 10.0

@@ -9,8 +9,13 @@ options before anything is trained (a one-line ``ConfigError`` naming the fix).
 from __future__ import annotations
 
 from faux.errors import ConfigError
-from faux.synth.cvae import C_PATHS, DECODINGS
 from faux.synth.fusion import FUSIONS
+
+#: how a CVAE decodes (faux.synth.cvae)
+DECODINGS = ("gumbel", "softmax")
+#: how the condition enters the CVAE's decoder (the first is the default; a CVAE saved without
+#: the hyperparameter is a ``decoder_input`` one)
+C_PATHS = ("decoder_input", "logit_bias")
 
 #: defaults for any dataset; per-dataset values below (Table 2: components, hidden, depth)
 GENERATOR_DEFAULT: dict = {
