@@ -288,7 +288,7 @@ def _choices_md(df: pd.DataFrame) -> list[str]:
              "|---|" + "---|" * len(axes)]
     for _, r in df.iterrows():
         lines.append(f"| {r['reading']} | " + " | ".join(str(r[a]) for a in axes) + " |")
-    from faux.synth.sampler import PAPER_MODEL_SCORE
+    from faux.synth.generator_settings import PAPER_MODEL_SCORE
 
     gen_cols = [c for c in df.columns if c.startswith("model_score ")]
     if gen_cols:

@@ -18,8 +18,7 @@ from __future__ import annotations
 import torch
 
 from faux.errors import ConfigError
-
-FUSIONS = ("concat", "outer")
+from faux.synth.generator_settings import FUSIONS  # noqa: F401  (re-exported)
 
 
 def _check(kind: str) -> str:

@@ -9,8 +9,9 @@ options before anything is trained (a one-line ``ConfigError`` naming the fix).
 from __future__ import annotations
 
 from faux.errors import ConfigError
-from faux.synth.fusion import FUSIONS
 
+#: how the c-side and y-side blocks are fused (faux.synth.fusion)
+FUSIONS = ("concat", "outer")
 #: how a CVAE decodes (faux.synth.cvae)
 DECODINGS = ("gumbel", "softmax")
 #: how the condition enters the CVAE's decoder (the first is the default; a CVAE saved without
