@@ -81,7 +81,7 @@ def test_a_key_added_with_plus_is_refused_before_the_run(override, key):
 def test_axes_are_the_schemas_choices():
     fields = {f.name: f for f in dataclasses.fields(schema.Reading)}
     assert AXES == {k: f.metadata["choices"] for k, f in fields.items() if "choices" in f.metadata}
-    assert set(fields) == {"name", *AXES, *NUMERIC}
+    assert set(fields) == {"name", *AXES, *NUMERIC, "generators"}
     assert NUMERIC == {"fraction": (0.3, 0.0, 1.0)}
 
 

@@ -1,7 +1,9 @@
 """The readings study (issue 13): every named reading composes and runs one tiny column; bad
 readings are refused before any job starts; the claims and the selection rule."""
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,14 +68,14 @@ def test_every_reading_composes_to_a_complete_valid_reading_under_the_schema(tmp
             assert OmegaConf.get_type(cfg.synthetic) is schema.Synthetic
             assert r.name == _name(name)
             vals = check_reading(r, name)
-            assert set(vals) == set(AXES) | set(NUMERIC)
+            assert set(vals) - {"generators"} == set(AXES) | set(NUMERIC)
             assert vals["fraction"] == r.fraction
             sections = _sections(cfg)
             assert {"seed", "profile", "synthetic", "model", "reading"} <= set(sections), name
             assert problems(sections) == [], name
             assert [k for k, v in sections["reading"].items()
                     if isinstance(v, (int, float, bool)) and expected(f"reading.{k}") is None] == []
-            seen.add(tuple(sorted(vals.items())))
+            seen.add(json.dumps(vals, sort_keys=True))
     assert len(seen) == len(READINGS)          # no two names for one reading
 
 
@@ -95,6 +97,35 @@ def test_check_reading_names_the_choices():
     r.pop("threshold")
     with pytest.raises(ConfigError, match="axis 'threshold' has no value"):
         check_reading(r)
+
+
+def test_a_readings_generators_set_each_datasets_cvae():
+    from faux.studies.readings import generator_settings
+
+    r = check_reading(_compose("experiment=readings", "reading=p30_softmax_tuned").reading)
+    over, _ = generator_settings(r, ("magic", "credit_g"))
+    # the per-dataset entry wins over the reading's one latent size (softmax_latent16's 16)
+    assert over == {"magic": {"latent_dim": 4, "beta": 1.0},
+                    "credit_g": {"latent_dim": 16, "beta": 1.0}}
+    plain = check_reading(_compose("experiment=readings", "reading=p30_softmax_latent16").reading)
+    assert "generators" not in plain           # a reading without the block records as before
+    assert generator_settings(plain, ("magic",))[0] == {"magic": {"latent_dim": 16}}
+
+
+@pytest.mark.parametrize("gens,msg", [
+    ({"magic": {"latent_dim": 0}}, "generators.magic.latent_dim=0 must be an integer in [1, 64]"),
+    ({"magic": {"latent_dim": 2.5}}, "generators.magic.latent_dim=2.5 must be an integer"),
+    ({"magic": {"beta": -1}}, "generators.magic.beta=-1 must be a number in [0, 4]"),
+    ({"magic": {"hidden": 8}}, "generators.magic.hidden is not a reading's CVAE setting"),
+    ({"magic": {}}, "generators.magic must set one of latent_dim, beta")])
+def test_bad_generators_are_one_line_before_anything_trains(gens, msg):
+    from faux.harness.validate import problems
+
+    r = dict(_compose("experiment=readings", "reading=p30_softmax_latent16").reading)
+    with pytest.raises(ConfigError, match=re.escape(msg)):
+        check_reading({**r, "generators": gens})
+    found = problems({"reading": {**r, "generators": gens}})
+    assert len(found) == 1 and found[0].startswith(f"reading.{msg}")
 
 
 def _run(*args, cwd=ROOT):

@@ -141,3 +141,31 @@ def test_cli_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, argv
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error:") and msg in err
     assert not out.exists()
+
+
+def test_winners_are_each_searchs_best_as_a_readings_generators_block(result, tmp_path, capsys):
+    import yaml
+
+    from faux.studies.reading_check import check_reading
+
+    other = {**result, "dataset": "credit_g", "best": 0}
+    done = [{**result, "complete": True}, {**other, "complete": True}]
+    best = result["rows"][result["best"]]["candidate"]
+    want = {"backache": {"latent_dim": best["latent_dim"], "beta": best["beta"]},
+            "credit_g": {"latent_dim": CANDS[0]["latent_dim"], "beta": CANDS[0]["beta"]}}
+    assert tuning.winners(done) == want
+    paths = []
+    for i, res in enumerate(done):
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps(res))
+    assert tuning.main(["--winners", *map(str, paths)]) == 0
+    block = yaml.safe_load(capsys.readouterr().out)
+    assert block == {"generators": want}
+    assert all(isinstance(g["beta"], float) for g in block["generators"].values())
+    # the block is a reading's generators as the schema checks them
+    with pytest.raises(ConfigError, match="generators.backache.latent_dim=0"):
+        check_reading({"generators": {"backache": {"latent_dim": 0}}})
+    with pytest.raises(ConfigError, match="is incomplete"):
+        tuning.winners([{**result, "complete": False}])
+    with pytest.raises(ConfigError, match="two searches of 'backache'"):
+        tuning.winners([done[0], done[0]])

@@ -16,6 +16,7 @@ checks the types at composition and :meth:`Reading.__post_init__` the choices
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,9 +126,15 @@ class Reading:
     aux_arch: str = choice("fixed", "varied")
     # the top_fraction and calibrated rules' share of positives, a number in (0, 1]
     fraction: float = field(default=0.3, metadata={"range": (0.0, 1.0)})
+    # A.7.3 "We tune our parameters so as to maximize the accuracy of this classifier": each
+    # dataset's CVAE latent size and KL weight, over latent_dim and beta ({}: those two for
+    # every dataset). `python -m faux.synth.tuning --winners FILES` writes the block from
+    # the search's results
+    generators: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         label = f"reading {self.name}"
+        _check_generators(self.generators, label)
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if "choices" in f.metadata and v == MISSING:
@@ -138,6 +145,34 @@ class Reading:
                     f"is not one of {', '.join(map(str, f.metadata['choices']))}"
                     if "choices" in f.metadata else
                     "must be a number in ({}, {}]".format(*f.metadata["range"])))
+
+
+#: a reading's per-dataset CVAE settings: key -> (type, lo, hi), a value in [lo, hi]
+GENERATOR_KEYS: dict[str, tuple[type, float, float]] = {"latent_dim": (int, 1, 64),
+                                                         "beta": (float, 0.0, 4.0)}
+
+
+def _check_generators(generators, label: str) -> None:
+    """A reading's ``generators``: dataset -> {latent_dim, beta} inside
+    :data:`GENERATOR_KEYS`' ranges; a ConfigError naming the entry otherwise."""
+    if not isinstance(generators, Mapping):
+        raise ConfigError(f"{label}: generators must map a dataset to its CVAE settings, "
+                          f"got {generators!r}")
+    for name, over in generators.items():
+        if not isinstance(over, Mapping) or not over:
+            raise ConfigError(f"{label}: generators.{name} must set one of "
+                              f"{', '.join(GENERATOR_KEYS)}, got {over!r}")
+        for k, v in over.items():
+            if k not in GENERATOR_KEYS:
+                raise ConfigError(f"{label}: generators.{name}.{k} is not a reading's CVAE "
+                                  f"setting; choose from {', '.join(GENERATOR_KEYS)}")
+            kind, lo, hi = GENERATOR_KEYS[k]
+            ok = (not isinstance(v, bool) and isinstance(v, int if kind is int else int | float)
+                  and lo <= v <= hi)
+            if not ok:
+                raise ConfigError(f"{label}: generators.{name}.{k}={v!r} must be "
+                                  f"{'an integer' if kind is int else 'a number'} in "
+                                  f"[{lo:g}, {hi:g}]")
 
 
 def _allowed(f: dataclasses.Field, v) -> bool:
@@ -172,6 +207,17 @@ def reading_refused(reading) -> list[str]:
         return []
     return [name for name, f in _READING_FIELDS.items()
             if name in reading and not _allowed(f, reading[name])]
+
+
+def generators_refused(reading) -> list[str]:
+    """Why a resolved reading's ``generators`` is refused (one line), or nothing."""
+    if not isinstance(reading, dict) or "generators" not in reading:
+        return []
+    try:
+        _check_generators(reading["generators"], "reading")
+    except ConfigError as exc:
+        return [str(exc).removeprefix("reading: ")]
+    return []
 
 
 _READING_FIELDS = {f.name: f for f in dataclasses.fields(Reading)}

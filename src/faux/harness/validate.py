@@ -228,7 +228,7 @@ def problems(plain: dict) -> list[str]:
     schema of its group lacks (``faux.harness.schema``: one added with ``+``, which
     composition lets through), the reading's values outside their choices or range (the
     schema's :class:`~faux.harness.schema.Reading`), then the table's keys in order."""
-    from faux.harness.schema import SCHEMAS, reading_refused, unknown_keys
+    from faux.harness.schema import SCHEMAS, generators_refused, reading_refused, unknown_keys
 
     out = [f"{key}: not a key of the {key.split('.')[0]} schema "
            f"(faux.harness.schema.{SCHEMAS[key.split('.')[0]].__name__})"
@@ -236,6 +236,7 @@ def problems(plain: dict) -> list[str]:
     reading = plain.get("reading")
     out += [f"reading.{name}={show(reading[name])}: {expected(f'reading.{name}')}"
             for name in reading_refused(reading)]
+    out += [f"reading.{why}" for why in generators_refused(reading)]
     for pattern, rule in RULES.items():
         for key, value in _walk(plain, pattern.split("."), ""):
             if not rule.ok(value):

@@ -211,7 +211,7 @@ def frame_of(results: list[dict]) -> pd.DataFrame:
             row[f"model_score {ds}"] = v
         for k, v in d["phase_s"].items():
             row[f"phase_s {k}"] = v
-        row.update({f"setting {k}": v for k, v in d["settings"].items()})
+        row.update({f"setting {k}": _setting(v) for k, v in d["settings"].items()})
         rows.append(row)
     df = pd.DataFrame(rows)
     if df.empty:
@@ -278,6 +278,15 @@ def _criteria_md(df: pd.DataFrame, short: list[str]) -> list[str]:
             f"{r[f'rate {c}']:.2f}" + ("" if MIN_RATE <= r[f"rate {c}"] <= CAPS[c] else " ✗")
             for c in COLUMNS) + " |")
     return lines
+
+
+def _setting(v):
+    """A reading's setting as a table cell: a per-dataset mapping (``generators``) as
+    ``dataset key value ...; ...``, anything else as is."""
+    if isinstance(v, dict):
+        return "; ".join(f"{d} " + " ".join(f"{k} {x}" for k, x in g.items())
+                         for d, g in v.items())
+    return v
 
 
 def _choices_md(df: pd.DataFrame) -> list[str]:

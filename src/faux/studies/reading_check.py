@@ -27,19 +27,30 @@ OUTPUT_WORDS = {"prob": "probability", "logit": "logit"}
 def check_reading(reading: dict, name: str = "reading") -> dict:
     """The reading's axis values, checked by the schema (:class:`faux.harness.schema.Reading`):
     every axis present and every value among its choices; otherwise a ConfigError naming the
-    choices."""
+    choices. ``generators`` (per-dataset CVAE settings) is in the result only when set."""
     r = {k: v for k, v in dict(reading).items() if k != "name"}
-    unknown = sorted(set(r) - set(AXES) - set(NUMERIC))
+    if "generators" in r:
+        r["generators"] = _plain(r["generators"])
+    unknown = sorted(set(r) - set(AXES) - set(NUMERIC) - {"generators"})
     if unknown:
         raise ConfigError(f"{name}: unknown axis {unknown[0]!r}; axes: "
-                          f"{', '.join([*AXES, *NUMERIC])}")
+                          f"{', '.join([*AXES, *NUMERIC, 'generators'])}")
     try:
         checked = Reading(name=name.removeprefix("reading "), **r)
     except ConfigError as exc:
         raise ConfigError(f"{name}: {str(exc).split(': ', 1)[1]}") from None
     check_output_switch(checked, name)
-    return {**{k: getattr(checked, k) for k in (*r, *AXES)},
-            **{k: float(getattr(checked, k)) for k in NUMERIC}}
+    gens = {d: dict(g) for d, g in checked.generators.items()}
+    return {**{k: getattr(checked, k) for k in (*r, *AXES) if k != "generators"},
+            **{k: float(getattr(checked, k)) for k in NUMERIC},
+            **({"generators": gens} if gens else {})}
+
+
+def _plain(value):
+    """A config mapping as plain dicts (a DictConfig from a composed reading, or a dict)."""
+    if hasattr(value, "items"):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
 
 
 def check_output_switch(r: Reading, name: str = "reading") -> None:

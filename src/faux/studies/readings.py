@@ -95,19 +95,27 @@ def target_gradient_cosine(target, x: torch.Tensor, output: str) -> float:
 
 
 def generator_settings(r: dict, names) -> tuple[dict, dict]:
-    """``(per-dataset CVAE overrides, decoding options)`` of a reading."""
+    """``(per-dataset CVAE overrides, decoding options)`` of a reading: its ``beta`` and
+    ``latent_dim`` for every dataset of ``names``, then its ``generators`` entry for the
+    dataset (A.7.3's per-dataset tuning) over them."""
     over = {}
     if r["beta"] != AXES["beta"][0]:
         over["beta"] = float(r["beta"])
     if r["latent_dim"] != "table2":
         over["latent_dim"] = int(r["latent_dim"])
+    per = {n: {**over, **_typed((r.get("generators") or {}).get(n, {}))} for n in names}
     tau = float(r["tau"]) if r["decoding"] == "gumbel" else AXES["tau"][0]
     # the c-side CVAE's c_path, named only when not the default (the default's keys unchanged)
     c_path = {} if r["c_path"] == AXES["c_path"][0] else {"c_path": r["c_path"]}
-    return ({n: dict(over) for n in names} if over else {},
+    return ({n: o for n, o in per.items() if o},
             {"decoding": r["decoding"], "tau": tau,
              # the sampler stores dx/dc at the observed c for that reading, else at c = 1/2
              "dxdc_at": "observed" if r["lic_ub_at"] == "observed" else "mid", **c_path})
+
+
+def _typed(over: dict) -> dict:
+    """A reading's per-dataset CVAE settings with the generator config's types."""
+    return {k: int(v) if k == "latent_dim" else float(v) for k, v in over.items()}
 
 
 def reading_of(cfg: dict) -> tuple[str, dict]:

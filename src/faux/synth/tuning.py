@@ -57,6 +57,7 @@ import torch
 
 from faux.errors import ConfigError, FauxError
 from faux.harness.cache import Cache
+from faux.harness.files import write_json_atomic
 from faux.synth.cvae import C_PATHS, DECODINGS, gumbel_noise, split_rows
 from faux.synth.sampler import (
     GENERATOR_CFGS,
@@ -198,6 +199,34 @@ def search(name: str, candidates: list[dict], *, seed: int = 0, cache: Cache | N
             "paper_model_score": PAPER_MODEL_SCORE.get(name)}
 
 
+def winners(results: list[dict]) -> dict[str, dict]:
+    """Dataset -> its best candidate's latent size and KL weight, from complete search results
+    (what a reading's ``generators`` holds); a ConfigError for an incomplete one or two
+    searches of one dataset."""
+    out: dict[str, dict] = {}
+    for res in results:
+        name = res.get("dataset", "?")
+        if not res.get("complete") or "best" not in res:
+            raise ConfigError(f"the search of {name!r} is incomplete; rerun it to the end")
+        if name in out:
+            raise ConfigError(f"two searches of {name!r}; pass one per dataset")
+        cand = res["rows"][res["best"]]["candidate"]
+        out[name] = {"latent_dim": int(cand["latent_dim"]), "beta": float(cand["beta"])}
+    return out
+
+
+def winners_yaml(results: list[dict]) -> str:
+    """The ``generators:`` block of a reading file, one line per dataset with its score."""
+    lines = ["generators:"]
+    for res, (name, w) in zip(results, winners(results).items(), strict=True):
+        row = res["rows"][res["best"]]
+        paper = res.get("paper_model_score")
+        lines.append(f"  {name}: {{latent_dim: {w['latent_dim']}, beta: {w['beta']!r}}}"
+                     f"   # score {row['score']:.3f} on {row['n_heldout']} held-out rows; "
+                     f"Table 2 {'-' if paper is None else f'{paper:.3f}'}")
+    return "\n".join(lines)
+
+
 def _fmt_cand(cand: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in cand.items())
 
@@ -236,7 +265,10 @@ def main(argv=None) -> int:
             raise ConfigError(f"{message} (see python -m faux.synth.tuning --help)")
 
     ap = Parser(prog="python -m faux.synth.tuning", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dataset", required=True)
+    ap.add_argument("--dataset")
+    ap.add_argument("--winners", nargs="+", metavar="JSON", default=None,
+                    help="print the reading block (generators:) of finished searches' results "
+                    "and exit")
     ap.add_argument("--budget", default="quick", choices=tuple(BUDGETS))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--c-path", default=C_PATHS[0], choices=C_PATHS)
@@ -249,6 +281,11 @@ def main(argv=None) -> int:
                     "outputs/results/cvae_tuning_<dataset>.json)")
     try:
         args = ap.parse_args(argv)
+        if args.winners:
+            print(winners_yaml([_read(Path(p)) for p in args.winners]))
+            return 0
+        if args.dataset is None:
+            raise ConfigError("--dataset is required (or --winners FILES)")
         if args.n < 100:
             raise ConfigError(f"--n must be >= 100, got {args.n}")
         if args.dataset not in KNOWN_PMLB and not pmlb_path(args.dataset).is_file():
@@ -279,11 +316,16 @@ def main(argv=None) -> int:
     return 0
 
 
+def _read(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read search results {path}: {exc}") from None
+
+
 def _write(path: Path, obj: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(obj, indent=1))
-    tmp.replace(path)
+    write_json_atomic(path, obj, indent=1)
 
 
 if __name__ == "__main__":
