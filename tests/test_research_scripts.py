@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 RESEARCH = ROOT / "scripts" / "research"
 SCRIPTS = sorted(p.name for p in RESEARCH.glob("*.py"))
