@@ -58,6 +58,7 @@ import torch
 from faux.errors import ConfigError, FauxError
 from faux.harness.cache import Cache
 from faux.harness.files import write_json_atomic
+from faux.harness.schema import GENERATOR_KEYS
 from faux.synth.cvae import C_PATHS, DECODINGS, gumbel_noise, split_rows
 from faux.synth.sampler import (
     GENERATOR_CFGS,
@@ -67,10 +68,12 @@ from faux.synth.sampler import (
 )
 
 #: Table 2's ranges for width, depth and GMM components (its smallest and largest values);
-#: the others: the latent size, the KL weight and the training length A.7.3 leaves open
+#: the others: the latent size and the KL weight (a reading's per-dataset ranges,
+#: faux.harness.schema.GENERATOR_KEYS) and the training length A.7.3 leaves open
 RANGES: dict[str, tuple[float, float]] = {
     "hidden": (186, 977), "depth": (1, 6), "n_components": (2, 7),
-    "latent_dim": (1, 64), "beta": (0.0, 4.0), "epochs": (1, 2000), "max_steps": (1, 100_000)}
+    **{k: (lo, hi) for k, (_, lo, hi) in GENERATOR_KEYS.items()},
+    "epochs": (1, 2000), "max_steps": (1, 100_000)}
 #: the held-out share of the real rows (the candidate CVAE's validation rows)
 HOLDOUT = 0.3
 #: sampled (x, label) pairs that train the classifier
