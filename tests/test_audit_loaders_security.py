@@ -363,6 +363,120 @@ def test_torchscript_that_writes_files_is_refused_and_writes_nothing(tmp_path):
     assert not marker.exists()
 
 
+class _Plain(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.m = "x"
+
+    def forward(self, x):
+        return x[:, 0]
+
+    @torch.jit.export
+    def __getstate__(self) -> tuple[str, bool]:
+        return (self.m, self.training)
+
+    @torch.jit.export
+    def __setstate__(self, state: tuple[str, bool]) -> None:
+        self.m = state[0]
+        self.training = state[1]
+
+
+#: edits of a clean archive's code that write the marker MARK: at each call (in forward) or
+#: at load (in __setstate__), spelled so that no ``save(`` appears in the source text
+_BYPASSES = {
+    "comment before the call": ("forward", '(torch.save  # a comment\n      (x, "MARK"))'),
+    "backslash line break": ("forward", 'torch.save \\\n(x, "MARK")'),
+    "getattr by string": ("forward", 'getattr(torch, "save")(x, "MARK")'),
+    "ops.aten by name": ("forward", 'ops.aten.save(x, "MARK")'),
+    "at load, in __setstate__": ("setstate", 'torch.save \\\n(torch.zeros(1), "MARK")'),
+}
+_AT = {"forward": "    return torch.select(torch.slice(x), 1, 0)\n",
+       "setstate": "    self.m = (state)[0]\n"}
+
+
+def _forged_torchscript(tmp_path: Path, where: str, line: str, marker: Path) -> Path:
+    clean = tmp_path / "clean.pt"
+    torch.jit.save(torch.jit.script(_Plain()), clean)
+
+    edited = []
+
+    def edit(name, data):
+        if not (name.startswith("code/") and name.endswith(".py")):
+            return data
+        edited.append(name)
+        return data.decode().replace(_AT[where], "    " + line.replace("MARK", str(marker))
+                                     + "\n" + _AT[where], 1).encode()
+
+    forged = _rewrite(clean, tmp_path / "forged.pt", edit)
+    assert len(edited) == 1
+    return forged
+
+
+@pytest.mark.parametrize("case", list(_BYPASSES))
+def test_torchscript_file_calls_are_refused_however_spelled(tmp_path, case):
+    """The check reads what the code calls, not its text: each spelling is refused in one
+    line before anything runs, while plain torch.jit.load (and a call) writes the marker."""
+    marker = tmp_path / "written"
+    path = _forged_torchscript(tmp_path, *_BYPASSES[case], marker)
+    with pytest.raises(ConfigError, match="--trust-pickle") as err:
+        load_model(path, 4)
+    assert "\n" not in str(err.value) and "save" in str(err.value)
+    assert not marker.exists()
+    torch.jit.load(path)(torch.zeros(2, 4))  # control: the file's code does write
+    assert marker.exists()
+
+
+def test_torchscript_that_writes_at_load_is_refused_by_the_cli_in_one_line(tmp_path):
+    marker = tmp_path / "written"
+    path = _forged_torchscript(tmp_path, *_BYPASSES["at load, in __setstate__"], marker)
+    X, c = proxy_world(200)
+    X.assign(gender=np.array(["f", "m"])[c]).to_csv(tmp_path / "people.csv", index=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "faux.audit.cli", "audit", "--model", str(path), "--data",
+         str(tmp_path / "people.csv"), "--protected", "gender", "--out", str(tmp_path / "out"),
+         "--no-progress"], env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--trust-pickle" in lines[0] and "forged.pt" in lines[0]
+    assert not marker.exists() and not (tmp_path / "out").exists()
+
+
+def test_torchscript_with_foreign_operators_or_unparsable_code_is_refused(tmp_path):
+    marker = tmp_path / "never"
+    path = _forged_torchscript(tmp_path, "forward", "_0 = ops.mylib.anything(x)", marker)
+    with pytest.raises(ConfigError, match="namespace 'mylib'"):
+        load_model(path, 4)
+    path = _forged_torchscript(tmp_path, "forward", "x = (x", marker)
+    with pytest.raises(ConfigError, match="cannot be parsed"):
+        load_model(path, 4)
+
+
+def test_compiled_graphs_are_checked_for_file_operators():
+    from faux.audit.torchscript_file import graph_calls
+
+    assert graph_calls(torch.jit.script(_Writes("/nonexistent/m"))) == ["forward: aten::save"]
+    assert graph_calls(torch.jit.script(torch.nn.Sequential(_Plain()))) == []
+
+
+def test_clean_torchscript_with_state_methods_loads_and_predicts(tmp_path):
+    path = tmp_path / "clean.pt"
+    net = _net().eval()
+    torch.jit.save(torch.jit.script(torch.nn.Sequential(net, _Plain())), path)
+    tm = load_model(path, 4)
+    x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    with torch.no_grad():
+        ref = torch.sigmoid(net(torch.as_tensor(x))[:, 0]).numpy()
+    np.testing.assert_allclose(tm.proba(x), ref, rtol=1e-6)
+
+
+def test_trusted_torchscript_that_writes_is_loaded_with_a_warning(tmp_path, capsys):
+    marker = tmp_path / "written"
+    path = _forged_torchscript(tmp_path, *_BYPASSES["getattr by string"], marker)
+    tm = load_model(path, 4, trust_pickle=True)
+    assert tm.loader == "torch.jit"
+    assert "trusted by --trust-pickle" in capsys.readouterr().err
+
+
 def test_forged_torchscript_with_a_python_pickle_runs_nothing(tmp_path):
     """A torch.save pickle whose unpickling runs os.system, dressed as TorchScript (a code/
     entry): TorchScript's unpickler cannot name a Python function, so it fails."""

@@ -96,8 +96,9 @@ def _target_ok(target: str, plain: set[str]) -> bool:
         return False
     if not isinstance(obj, torch._ops.OpOverload):
         return False
-    # operators reading or writing files by name (aten::save, aten::from_file)
-    return not any("file" in a.name for a in obj._schema.arguments)
+    from faux.audit.torchscript_file import touches_files
+
+    return not touches_files(obj._schema)
 
 
 def expression_ok(text: str) -> bool:

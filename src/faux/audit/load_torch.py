@@ -1,7 +1,7 @@
 """Loading torch model files: ``torch.export`` programs (the archive checked by
 ``faux.audit.export_file`` before anything in it is loaded; a static batch size called in
-chunks) and TorchScript archives (code that touches files by name checked by
-``faux.audit.torchscript_file``). Either runs code from the file only with
+chunks) and TorchScript archives (code that calls file, remote or foreign operators
+refused by ``faux.audit.torchscript_file``). Either runs code from the file only with
 ``--trust-pickle``, after one warning line naming it."""
 
 from __future__ import annotations
@@ -65,13 +65,13 @@ def load_export(path: Path, d: int | None, trust_pickle: bool = False,
 
 
 def read_torchscript(path: Path, trust: bool, sha: str):
-    """TorchScript whose code touches files by name only with ``--trust-pickle``
-    (``faux.audit.torchscript_file``)."""
+    """TorchScript whose code calls file, remote or foreign operators only with
+    ``--trust-pickle`` (``faux.audit.torchscript_file``)."""
     from faux.audit.torchscript_file import load_checked
 
     def warn(what):
         print(f"faux audit: warning: the TorchScript {os.path.abspath(path)} (sha256 {sha}) "
-              f"reads or writes files by name ({what}); trusted by --trust-pickle",
+              f"calls operators that can touch files ({what}); trusted by --trust-pickle",
               file=sys.stderr)
 
     return load_checked(path.read_bytes(), path.name, trust, warn)

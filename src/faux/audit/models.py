@@ -13,8 +13,10 @@ Everything else is a black box scored by finite differences (``faux.audit.scorin
 Formats, by content (not only by extension):
 
 - TorchScript archives (``torch.jit.save``): ``torch.jit.load``; no Python code runs (the
-  TorchScript interpreter runs the model's compiled graph); one whose code reads or writes
-  files by name (``torch.save``, ``torch.from_file``) only with ``trust_pickle=True``
+  TorchScript interpreter runs the model's compiled graph); one whose code calls operators
+  that read or write files (``aten::save``, ``aten::from_file``), leave the process or
+  belong to a library other than torch, by its sources before loading and by its compiled
+  graphs before the first call, only with ``trust_pickle=True``
   (``faux.audit.torchscript_file``).
 - ``torch.export`` programs (``torch.export.save``, ``.pt2``): the archive is checked first
   (``faux.audit.export_file``): pickled weights, constants or sample inputs, opaque
