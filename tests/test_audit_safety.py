@@ -236,12 +236,10 @@ def test_python_api_follows_the_same_rule(tmp_path):
 @pytest.mark.parametrize("h", ["1e6", "inf", "-inf", "nan", "0", "-1", "1.5"])
 def test_bad_fd_step_is_refused_before_any_work(files, capsys, no_work, h):
     tmp, data, model = files
-    t0 = time.perf_counter()
     rc, err = run(capsys, "--model", model, "--data", data, "--protected", "gender",
                   "--out", tmp / "out", f"--fd-step={h}")
     assert rc == EXIT_INPUT
     _one_line(err, "--fd-step", "standard deviations")
-    assert time.perf_counter() - t0 < 5
     assert not (tmp / "out").exists()
 
 
@@ -450,13 +448,12 @@ def test_ctrl_c_in_a_child_process(files, pickled):
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    t0 = time.monotonic()
     line = proc.stderr.readline()  # the pickle warning: the model is loaded
     assert "pickle" in line
     time.sleep(4)  # the scan, then into the aux training (any moment must give 130)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == EXIT_INTERRUPTED, (err, time.monotonic() - t0)
+    assert proc.returncode == EXIT_INTERRUPTED, err
     assert err.strip().splitlines() == ["faux audit: interrupted; nothing written"]
     assert not (tmp / "out").exists()
     assert [p.name for p in tmp.iterdir() if ".tmp" in p.name] == []
