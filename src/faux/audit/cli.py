@@ -4,11 +4,15 @@ Exit codes: 0 the audit ran and no gate failed; 1 a gate failed (``--fail-above`
 ``--max-flagged-rate``; the outputs are written); 2 bad input or usage, or no space left on
 the disk (one line on stderr, nothing written); 3 an unexpected error (traceback on stderr);
 130 interrupted (Ctrl-C), 143 terminated (SIGTERM) (one line on stderr, nothing written).
+Once the outputs are in place the status is the audit's: a Ctrl-C or SIGTERM while the
+process prints its summary or shuts down ends it at once with that status.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import traceback
 import warnings
@@ -280,11 +284,55 @@ def _warnings_as_lines():
         yield
 
 
-def main(argv=None) -> int:
+def console() -> None:
+    """The ``faux`` command: ``main`` on the command line's arguments, exiting with its
+    status. A SIGINT or SIGTERM while the audit runs is the audit's to handle (130 or 143,
+    nothing written); outside it (starting, printing the summary, shutting down, which takes
+    a second or more) it ends the process at once: with the audit's status once the audit
+    settled it, else with the signal's (nothing was written)."""
+    from faux.audit.interrupts import replaceable
+
+    status: list[int] = []
+
+    @replaceable
+    def stop(signum, frame):
+        if not status:
+            print(INTERRUPTED if signum == signal.SIGINT else TERMINATED, file=sys.stderr)
+        elif status[0] not in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+            print(f"faux audit: {signal.Signals(signum).name} after the outputs were "
+                  f"written; exit status {status[0]} is the audit's", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        code = status[0] if status else (
+            EXIT_INTERRUPTED if signum == signal.SIGINT else EXIT_TERMINATED)
+        os._exit(code)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
+    sys.exit(main(settled=status.append))
+
+
+def main(argv=None, settled=None) -> int:
+    """``faux`` with ``argv`` (default: the command line); returns the exit status.
+    ``settled(status)``, when given, is called once the status is known: as soon as the
+    outputs are in place, or once the audit ended otherwise."""
+    known: list[int] = []
+
+    def settle(status: int) -> None:
+        if not known and settled is not None:
+            settled(status)
+        known.append(status)
+
+    status = _run(argv, settle)
+    settle(status)
+    return status
+
+
+def _run(argv, settled) -> int:
     from faux.audit.core import Terminated
 
     try:
-        return _main(argv)
+        return _main(argv, settled)
     except KeyboardInterrupt:  # Ctrl-C before or after the audit proper
         print(INTERRUPTED, file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -293,7 +341,7 @@ def main(argv=None) -> int:
         return EXIT_TERMINATED
 
 
-def _main(argv=None) -> int:
+def _main(argv, settled) -> int:
     try:
         args = _parse(argv)
     except SystemExit as stop:  # a usage error (one line printed) or --help
@@ -340,6 +388,8 @@ def _main(argv=None) -> int:
     except Exception:
         traceback.print_exc()
         return EXIT_INTERNAL
+    status = EXIT_OK if res.passed else EXIT_GATE
+    settled(status)
     s = res.summary
     q = s["aux_quality"]
     qual = f"R2 {q['r2']:.3f}" if "r2" in q else f"AUROC {q['auroc']:.3f}"
@@ -362,9 +412,8 @@ def _main(argv=None) -> int:
                   f"flagged rate {diff:.3%}, ratio {ratio:.3f}")
     if not res.passed:
         print("gate failed: " + "; ".join(s["gate"]["reasons"]), file=sys.stderr)
-        return EXIT_GATE
-    return EXIT_OK
+    return status
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -29,6 +29,7 @@ from faux.audit.interrupts import (  # noqa: F401 (re-exported)
     AuditInterrupted,
     AuditTerminated,
     Terminated,
+    check_signals,
     interruptible,
 )
 from faux.audit.methods import default_methods
@@ -130,10 +131,12 @@ def _audit(model, X, c, *, data, protected, y, label, features, out_dir, name,
                        features=features, out_dir=out_dir, name=name)
     try:
         try:
-            stages.fit(r)
-            stages.score(r)
+            for stage in (stages.fit, stages.score):
+                check_signals()
+                stage(r)
         finally:
             r.bar.stop()
+        check_signals()
         stages.settle(r)
         summary = build_summary(r)
         late = _result_warnings(summary, encoded=r.layout is not None)

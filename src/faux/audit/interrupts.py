@@ -1,7 +1,12 @@
 """Signals during an audit: a Ctrl-C anywhere raises ``KeyboardInterrupt`` and a SIGTERM
 ``Terminated`` (a ``SystemExit`` with status 143), each once the audit removed what it had
 created; while the outputs are moved into place (milliseconds) both wait, so that a folder
-is never left half replaced."""
+is never left half replaced.
+
+A handler's exception is lost when the signal lands while Python runs a finaliser (a
+``__del__`` or a callback of the garbage collector: "Exception ignored in ..."). So the
+handlers also record the signal, and the audit calls ``check_signals`` between stages, at
+every batch and before its outputs are written: a signal is never swallowed."""
 
 from __future__ import annotations
 
@@ -37,27 +42,53 @@ class AuditTerminated(AuditInterrupted):
     """SIGTERM during the audit; converted to ``Terminated`` once the audit has cleaned up."""
 
 
+#: the signals received by ``interruptible``'s handlers since it was entered (signals are
+#: process-wide, so this record is too)
+_RECEIVED: list[int] = []
+
+
+def replaceable(handler):
+    """Mark ``handler`` (the ``faux`` command's own) as one an audit replaces while it runs,
+    as it replaces the default handlers, and restores afterwards."""
+    handler.faux_replaceable = True
+    return handler
+
+
+def _raise_for(signum: int):
+    raise AuditTerminated if signum == signal.SIGTERM else AuditInterrupted
+
+
+def check_signals() -> None:
+    """Raise for a signal the handlers received even if their own raise was swallowed."""
+    if _RECEIVED:
+        _raise_for(_RECEIVED[0])
+
+
 @contextmanager
 def interruptible():
     """SIGINT raises ``AuditInterrupted`` in the audit (when it would raise KeyboardInterrupt),
-    SIGTERM ``AuditTerminated`` (when it would end the process); the previous handlers are
+    SIGTERM ``AuditTerminated`` (when it would end the process); a repeated signal is only
+    recorded, so the cleanup the first one started completes. The previous handlers are
     restored afterwards, also when a library replaced them. A handler someone else installed
-    is left alone."""
+    is left alone (unless marked ``replaceable``)."""
     if not _main_thread():
         yield
         return
     prev = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
-    def on_int(signum, frame):
-        raise AuditInterrupted
+    def on_signal(signum, frame):
+        first = not _RECEIVED
+        _RECEIVED.append(signum)
+        if first:  # a repeated signal must not break the cleanup the first one started
+            _raise_for(signum)
 
-    def on_term(signum, frame):
-        raise AuditTerminated
-
-    if prev[signal.SIGINT] is signal.default_int_handler:
-        signal.signal(signal.SIGINT, on_int)
-    if prev[signal.SIGTERM] == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, on_term)
+    ours = [sig for sig, default in ((signal.SIGINT, signal.default_int_handler),
+                                     (signal.SIGTERM, signal.SIG_DFL))
+            if prev[sig] == default or getattr(prev[sig], "faux_replaceable", False)]
+    if ours:
+        _RECEIVED.clear()
+    for sig in ours:
+        signal.signal(sig, on_signal)
     try:
         yield
     finally:

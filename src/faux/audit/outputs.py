@@ -29,6 +29,7 @@ from faux.audit.interrupts import (
     AuditInterrupted,
     AuditTerminated,
     Terminated,
+    check_signals,
     deferred_interrupt,
     interruptible,
 )
@@ -274,6 +275,7 @@ def move_into_place(staging: Staging) -> None:
     """
     tmp, out = staging.dir, staging.out
     new = sorted(p.name for p in tmp.iterdir())
+    check_signals()
     with _folder_lock(out.parent), deferred_interrupt():
         if tmp.parent == out.parent and not out.exists() and not out.is_symlink():
             _write_json_atomic(tmp / MARKER, _marker(new))

@@ -19,7 +19,19 @@ class Progress:
         self.bar = None
 
     def start(self, label: str, total: int | None):
-        """A function ``advance(rows)`` for the stage ``label`` of ``total`` rows."""
+        """A function ``advance(rows)`` for the stage ``label`` of ``total`` rows; each call
+        first raises for a signal received meanwhile (``check_signals``)."""
+        from faux.audit.interrupts import check_signals
+
+        show = self._display(label, total)
+
+        def advance(m):
+            check_signals()
+            show(m)
+
+        return advance
+
+    def _display(self, label: str, total: int | None):
         if self.lines:
             return _Lines(label, total)
         if not self.enabled:
