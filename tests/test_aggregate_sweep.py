@@ -144,6 +144,26 @@ def test_result_of_another_config_is_rejected(tmp_path, capsys):
     assert rc == 1 and "another config" in err
 
 
+def test_a_result_edited_after_its_job_is_rejected_not_crashed_on(tmp_path, capsys):
+    """A finished result whose metrics were edited (a number turned into text) is no
+    result: the aggregation names it and the job reruns, instead of a traceback."""
+    from faux.harness.results import finished, metrics_digest
+
+    sweep, dirs = _sweep(tmp_path)
+    d = dirs["Synthetic-2", "fta"]
+    res = json.loads((d / "result.json").read_text())
+    res["metrics_sha256"] = metrics_digest(res["metrics"])
+    (d / "result.json").write_text(json.dumps(res))
+    assert check_result(d)[0] is not None and finished(d, res["config_hash"]) is not None
+    res["metrics"]["ap_runs"] = ["0.5", "oops"]
+    (d / "result.json").write_text(json.dumps(res))
+    got, why = check_result(d)
+    assert got is None and "edited or corrupted" in why
+    assert finished(d, res["config_hash"]) is None
+    rc, out, err = _aggregate(tmp_path, sweep, capsys)
+    assert rc == 1 and "edited or corrupted" in err
+
+
 def test_rerun_that_crashed_is_not_reported_current(tmp_path, capsys):
     sweep, dirs = _sweep(tmp_path)
     d = dirs["Synthetic-2", "fta"]

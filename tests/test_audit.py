@@ -288,7 +288,7 @@ def test_near_chance_aux_is_warned_about():
 
 def test_adel_aux_needs_the_label_and_runs_with_it(adult, torch_target):
     X, c, y = adult
-    with pytest.raises(ConfigError, match="--label"):
+    with pytest.raises(ConfigError, match="needs label"):
         faux.audit(torch_target, X, c, aux="adel", aux_epochs=2, progress=False)
     res = faux.audit(torch_target, X.iloc[:500], c[:500], y=y[:500], aux="adel", aux_epochs=2,
                      methods=["faux"], progress=False)

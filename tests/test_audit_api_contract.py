@@ -131,7 +131,7 @@ def test_save_keeps_the_out_folder_rules(in_memory, tmp_path):
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "notes.txt").write_text("mine")
-    with pytest.raises(ConfigError, match="--force"):
+    with pytest.raises(ConfigError, match="force=True"):
         res.save(busy)
     assert sorted(p.name for p in busy.iterdir()) == ["notes.txt"]
     res.save(busy, force=True, report=False)

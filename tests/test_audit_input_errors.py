@@ -250,6 +250,25 @@ def _full_in_scores(monkeypatch):
     monkeypatch.setattr(pq.ParquetWriter, "write_table", write_table)
 
 
+def _full_in_scores_as_pyarrow_says_it(monkeypatch):
+    """pyarrow's own error for a full disk: errno 28 and no file name (seen on a full tmpfs:
+    ``OSError(28, 'Error writing bytes to file. Detail: [errno 28] No space left on
+    device')``)."""
+    import pyarrow.parquet as pq
+
+    real = pq.ParquetWriter.write_table
+    calls = []
+
+    def write_table(self, table, *a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No "
+                          "space left on device")
+        return real(self, table, *a, **k)
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", write_table)
+
+
 def _full_in_report(monkeypatch):
     import faux.audit.report
 
@@ -271,7 +290,8 @@ def _full_in_marker(monkeypatch):
     monkeypatch.setattr(outputs, "_write_json_atomic", write)
 
 
-@pytest.mark.parametrize("where", [_full_in_scores, _full_in_report, _full_in_marker])
+@pytest.mark.parametrize("where", [_full_in_scores, _full_in_scores_as_pyarrow_says_it,
+                                   _full_in_report, _full_in_marker])
 @pytest.mark.parametrize("fresh", [True, False])
 def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, model, capsys, monkeypatch,
                                                     where, fresh):
@@ -293,6 +313,9 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, model, capsys, mon
     rc, err = run(capsys, *base)
     assert rc == EXIT_INPUT
     _one_line(err, "no space left on the disk", str(out), "117.7 MiB free", "nothing written")
+    written = {_full_in_report: "report.html", _full_in_marker: MARKER}.get(where,
+                                                                           "scores.parquet")
+    assert f"({written};" in err
     assert "Traceback" not in err
     assert _tree(tmp_path) == before
     assert seen and all(p.exists() for p in seen)

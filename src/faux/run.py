@@ -135,7 +135,8 @@ def _compute(cfg: DictConfig, plain: dict, chash: str, data: str | None) -> dict
     metrics = study.run(study.Settings.from_config(plain), Path(cfg.paths.output_dir), log.info)
     wall = time.perf_counter() - t0
     return {"status": "ok", "job": cfg.job, "config_hash": chash, "data_sha256": data,
-            "config": plain, "metrics": metrics, "timings": {"wall_s": wall}}
+            "config": plain, "metrics": metrics,
+            "metrics_sha256": results.metrics_digest(metrics), "timings": {"wall_s": wall}}
 
 
 def task(cfg: DictConfig) -> None:

@@ -12,8 +12,11 @@ CLI writes); what weakens a result is raised as a ``FauxAuditWarning``.
 import sys
 import types
 
-from faux.audit.core import audit
+from faux.audit.api_words import speaks_python
+from faux.audit.core import audit as _audit
 from faux.audit.result import AuditResult, FauxAuditWarning
+
+audit = speaks_python(_audit)
 
 __all__ = ["AuditResult", "FauxAuditWarning", "audit"]
 

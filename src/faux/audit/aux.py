@@ -22,6 +22,7 @@ from sklearn.metrics import roc_auc_score
 from torch import nn
 
 from faux.audit.data import ProtectedInfo
+from faux.audit.data_scan import MIN_ROWS
 from faux.errors import ConfigError, DataError
 
 AUX_KINDS = ("mlp", "adel")
@@ -56,9 +57,9 @@ class Unstandardised(nn.Module):
 
 
 def _split(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    if n < 20:
-        raise DataError(f"only {n} rows were sampled to train the aux model; audit at least 20 "
-                        "rows (raise --sample)")
+    if n < MIN_ROWS:
+        raise DataError(f"only {n} rows were sampled to train the aux model; audit at least "
+                        f"{MIN_ROWS} rows (raise --sample)")
     perm = np.random.default_rng(seed).permutation(n)
     cut = int(round(0.8 * n))
     return perm[:cut], perm[cut:]

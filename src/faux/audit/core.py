@@ -39,6 +39,7 @@ from faux.audit.outputs import (  # noqa: F401 (re-exported)
     SUMMARY_SCHEMA,
     OutputError,
     Staging,
+    disk_full,
     disk_full_error,
     inspect_out,
     move_into_place,
@@ -70,8 +71,6 @@ from faux.audit.summary import (  # noqa: F401 (re-exported)
 )
 from faux.audit.summary import build as build_summary
 from faux.audit.summary import result_warnings as _result_warnings
-from faux.audit.writing import DISK_FULL
-from faux.errors import FauxError
 
 RULE_MANUAL, RULE_QUANTILE, RULE_BH = "manual threshold", "null quantile", "benjamini-hochberg"
 
@@ -148,13 +147,11 @@ def _audit(model, X, c, *, data, protected, y, label, features, out_dir, name,
             move_into_place(r.staging)
             result.out_dir = r.out
     except BaseException as err:  # nothing partial is left behind
-        staging, staged = r.staging, 0
-        if staging is not None:
-            staged = staging.size()
-            staging.discard()
-        if (isinstance(err, OSError) and not isinstance(err, FauxError)
-                and err.errno in DISK_FULL and staging is not None):
-            raise disk_full_error(err, staging, staged) from err
+        full = disk_full(err, r.staging)
+        if r.staging is not None:
+            r.staging.discard()
+        if full is not None:
+            raise full() from err
         raise
     for msg in late:
         warn(msg)

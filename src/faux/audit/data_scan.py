@@ -146,13 +146,23 @@ def _types(prot: list[str], protected_type) -> list[str]:
     return types
 
 
-class _Finite:
-    """Rows with NaN / inf features over the scan (NaN allowed with ``allow_nan``)."""
+#: the fewest rows an audit can train and check its aux models on
+MIN_ROWS = 20
 
-    def __init__(self, allow_nan: bool):
-        self.allow_nan = allow_nan
-        self.n_bad = self.n_nan = 0
+#: the largest magnitude a feature may hold: the audit computes in float32 (torch models,
+#: aux models, standardisation), where the square of a larger value (a variance) is infinite
+LARGEST = float(np.sqrt(np.finfo(np.float32).max))
+
+
+class _Finite:
+    """Rows with NaN / inf features over the scan (NaN allowed with ``allow_nan``), and
+    values too large to compute with (beyond ``LARGEST``), with the first such column."""
+
+    def __init__(self, allow_nan: bool, features):
+        self.allow_nan, self.features = allow_nan, list(features)
+        self.n_bad = self.n_nan = self.n_huge = 0
         self.first_bad: list[int] = []
+        self.first_huge: tuple[str, float, int] | None = None
 
     def add(self, b: Batch) -> None:
         nan = np.isnan(b.x).any(axis=1)
@@ -161,18 +171,30 @@ class _Finite:
         if bad.any():
             self.n_bad += int(bad.sum())
             self.first_bad += (b.start + np.flatnonzero(bad)[:5 - len(self.first_bad)]).tolist()
+        with np.errstate(invalid="ignore"):
+            huge = np.isfinite(b.x) & (np.abs(b.x) > LARGEST)
+        if huge.any():
+            self.n_huge += int(huge.any(axis=1).sum())
+            if self.first_huge is None:
+                i, j = np.argwhere(huge)[0]
+                self.first_huge = (self.features[j], float(b.x[i, j]), b.start + int(i))
 
     def refuse(self) -> None:
         """One-line DataError when a row could not be scored."""
-        if not self.n_bad:
-            return
-        why = ("; the model is scored by its gradients (autograd), which NaN breaks: impute or "
-               "drop them, or audit a model that reads NaN (e.g. a tree ensemble) as a black "
-               "box" if self.n_nan and not self.allow_nan else "; impute or drop them before "
-               "auditing")
-        raise DataError(f"features hold {'inf' if self.allow_nan else 'NaN or inf'} in "
-                        f"{self.n_bad} rows (first rows: {', '.join(map(str, self.first_bad))})"
-                        f"{why}")
+        if self.n_bad:
+            why = ("; the model is scored by its gradients (autograd), which NaN breaks: "
+                   "impute or drop them, or audit a model that reads NaN (e.g. a tree "
+                   "ensemble) as a black box" if self.n_nan and not self.allow_nan else
+                   "; impute or drop them before auditing")
+            raise DataError(f"features hold {'inf' if self.allow_nan else 'NaN or inf'} in "
+                            f"{self.n_bad} rows (first rows: "
+                            f"{', '.join(map(str, self.first_bad))}){why}")
+        if self.first_huge is not None:
+            col, v, row = self.first_huge
+            raise DataError(f"column {col!r} holds {v:.3g} in row {row} ({self.n_huge} rows "
+                            f"hold values beyond ±{LARGEST:.3g}), too large for the float32 "
+                            "arithmetic the models are scored in; rescale the column or drop "
+                            "those rows")
 
 
 class _Joint:
@@ -264,7 +286,7 @@ def scan(source: Source, features, protected, label: str | None, *, sample: int,
     types = _types(prot, protected_type)
     rng = np.random.default_rng(seed)
     cols = [ColumnScan(p, t) for p, t in zip(prot, types)]
-    finite, joint = _Finite(allow_nan), _Joint(len(prot))
+    finite, joint = _Finite(allow_nan, features), _Joint(len(prot))
     kept = _Sample(sample, len(features), prot, label is not None, rng)
     n = 0
     for b in source.batches(features, prot, label, batch_size):
@@ -275,8 +297,9 @@ def scan(source: Source, features, protected, label: str | None, *, sample: int,
         n += m
         if progress is not None:
             progress(m)
-    if n == 0:
-        raise DataError(f"{source.name} has no rows to audit")
+    if n < MIN_ROWS:
+        raise DataError(f"{source.name} has {n or 'no'} rows; the audit needs at least "
+                        f"{MIN_ROWS} (its aux models are trained and checked on them)")
     finite.refuse()
     _refuse_missing(cols, kept.ys, label)
     rows, xs, cs, ys = kept.in_row_order()

@@ -12,6 +12,7 @@ import numpy as np
 from faux.audit.columns import protected_list
 from faux.audit.source import Batch, Source
 from faux.errors import DataError
+from faux.harness.files import path_kind
 
 
 class FileSource(Source):
@@ -20,8 +21,9 @@ class FileSource(Source):
     def __init__(self, path):
         self.path = Path(path)
         self.name = self.path.stem
-        if not self.path.is_file():
-            raise DataError(f"data file {self.path} not found; pass --data with an existing "
+        kind = path_kind(self.path)
+        if kind != "a file":
+            raise DataError(f"data file {self.path}{' ' if kind == 'not found' else ' is '}{kind}; pass --data with an existing "
                             "CSV or Parquet file")
         if self.path.stat().st_size == 0:
             raise DataError(f"data file {self.path} is empty; it needs a header and rows")

@@ -326,7 +326,7 @@ def add_batch(views: list[View], b, s_primary: dict, flagged, exceed, primary_la
     return cols
 
 
-def finish_views(views: list[View], sc: Scan, z_sample: np.ndarray, feats, methods, *,
+def finish_views(views: list[View], sc: Scan, z_sample: np.ndarray, feature_of, methods, *,
                  n_rows: int, alpha: float, seed: int, primary_threshold: float,
                  effect_views=()) -> dict:
     """summary["groups"]: every view's groups with their statistics and intervals. The views
@@ -359,7 +359,8 @@ def finish_views(views: list[View], sc: Scan, z_sample: np.ndarray, feats, metho
             rates = [float((s[mask] > thr).mean()) for s in v.seed_scores] \
                 if mask.any() and v.name not in effect_views else []
             means = [float(np.nanmean(s[mask])) for s in v.seed_scores] if mask.any() else []
-            top = (list(feature_ranking(v.aux, z_sample[mask], feats).items())[:N_TOP_FEATURES]
+            top = (list(feature_ranking(v.aux, z_sample[mask], feature_of).items())
+                   [:N_TOP_FEATURES]
                    if mask.any() else [])
             rows.append({"group": g, "rows": st.rows, "flagged": st.flagged, "rate": rate,
                          "rate_ci": bootstrap_rate(st.rows, st.flagged, rng),

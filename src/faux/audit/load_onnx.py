@@ -15,8 +15,11 @@ from faux.errors import ConfigError, DataError
 def load_onnx_file(path: Path, d: int | None = None, exact: bool = True) -> TargetModel:
     import onnxruntime as ort
 
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3  # errors only: they raise, and faux says them in one line
     try:
-        sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(str(path), sess_options=opts,
+                                    providers=["CPUExecutionProvider"])
     except Exception as err:
         raise DataError(f"cannot read the ONNX model {path}: {one_line(err)}") from err
     inp = sess.get_inputs()

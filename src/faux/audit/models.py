@@ -77,7 +77,7 @@ from faux.audit.target import (  # noqa: F401 (re-exported)
     twin_ok,
 )
 from faux.errors import ConfigError, DataError
-from faux.harness.files import file_sha256
+from faux.harness.files import file_sha256, path_kind
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib", ".sav")
 
@@ -111,8 +111,9 @@ def load_model(path, d: int | None = None, *, trust_pickle: bool = False,
     model records the file, its sha256 and the loader. ``exact=False`` keeps a convertible
     scikit-learn model (skops, pickle) or ONNX graph a black box."""
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"model file {path} not found; pass --model with an existing file")
+    kind = path_kind(path)
+    if kind != "a file":
+        raise DataError(f"model file {path}{' ' if kind == 'not found' else ' is '}{kind}; pass --model with an existing file")
     if path.stat().st_size == 0:
         raise DataError(f"model file {path} is empty; save the model again")
     sha = file_sha256(path)

@@ -35,7 +35,7 @@ from faux.audit.interrupts import (
 )
 from faux.audit.writing import DISK_FULL, dir_mode, disk_full_message, file_mode, folder_size
 from faux.errors import ConfigError, FauxError
-from faux.harness.files import write_json_atomic
+from faux.harness.files import path_kind, write_json_atomic
 
 SUMMARY_SCHEMA = 1  # version of summary.json's layout, also recorded in the marker
 MARKER = ".faux-audit.json"  # marks a folder as an audit's output and lists its files
@@ -104,10 +104,10 @@ def inspect_out(out: Path, files, force: bool) -> set[str] | None:
 
 
 def _inspect_out_unchecked(out: Path, files, force: bool) -> set[str] | None:
-    if out.is_symlink() and not out.exists():
-        raise ConfigError(f"--out {out} is a broken symbolic link; pass a folder path")
-    if out.exists() and not out.is_dir():
-        kind = "a file" if out.is_file() else "not a folder"
+    kind = path_kind(out)
+    if kind in ("a broken symbolic link", "a symbolic link that loops"):
+        raise ConfigError(f"--out {out} is {kind}; pass a folder path")
+    if kind not in ("a folder", "not found"):
         raise ConfigError(f"--out {out} is {kind}; pass a folder path (new, empty, or an "
                           "earlier audit's output)")
     if not out.exists():
@@ -223,11 +223,35 @@ def _folder_lock(folder: Path):
 
 
 
-def disk_full_error(err: OSError, staging: Staging, staged: int) -> OutputError:
+def _written_last(folder: Path | None) -> Path | None:
+    """The file under ``folder`` modified last (None: none, or it cannot be read)."""
+    try:
+        files = [p for p in folder.iterdir() if p.is_file()] if folder else []
+        return max(files, key=lambda p: p.stat().st_mtime_ns) if files else None
+    except OSError:
+        return None
+
+
+def disk_full(err: BaseException, staging: Staging | None):
+    """For ``err`` a full disk met while ``staging`` was written, a function that returns
+    its one-line error (else None). Call this before the staging folder is discarded (it
+    reads the bytes staged and, when ``err`` does not name the file being written, as
+    pyarrow's errors do not, the staged file written last), the function after (the free
+    space it reports is then what the user has)."""
+    if (staging is None or not isinstance(err, OSError) or isinstance(err, FauxError)
+            or err.errno not in DISK_FULL):
+        return None
+    staged, last = staging.size(), _written_last(staging.dir)
+    return lambda: disk_full_error(err, staging, staged, last)
+
+
+def disk_full_error(err: OSError, staging: Staging, staged: int,
+                    last: Path | None = None) -> OutputError:
     """The one-line error of a disk that filled while ``staging`` was written: it names the
-    output folder (not the staging folder, gone by now) and the file being written."""
+    output folder (not the staging folder, removed before the error is raised) and the file
+    being written (``err``'s, else ``last``)."""
     name = err.filename
-    path = None if name is None else Path(os.path.abspath(os.fsdecode(name)))
+    path = last if name is None else Path(os.path.abspath(os.fsdecode(name)))
     if path is None or any(path.is_relative_to(d) for d in (staging.dir, staging.out) if d):
         what = "" if path is None else path.name
         msg = disk_full_message(staging.out, what=what, staged=staged)
@@ -310,11 +334,10 @@ def save_result(result, out_dir, *, force: bool = False, report: bool = True) ->
                 write_staged(result, staging.dir, report)
                 move_into_place(staging)
             except BaseException as err:
-                staged = staging.size()
+                full = disk_full(err, staging)
                 staging.discard()
-                if (isinstance(err, OSError) and not isinstance(err, FauxError)
-                        and err.errno in DISK_FULL):
-                    raise disk_full_error(err, staging, staged) from err
+                if full is not None:
+                    raise full() from err
                 raise
         except AuditTerminated:
             raise Terminated from None

@@ -6,12 +6,16 @@ from __future__ import annotations
 import numpy as np
 
 
-def feature_groups(features) -> list[str]:
-    """Original feature of each column: the part before '=' of one-hot names ('sex=Male')."""
-    return [f.split("=", 1)[0] if "=" in f else f for f in features]
+def feature_groups(features, layout) -> list[str]:
+    """The feature each column belongs to: its categorical block's name (one-hot columns of
+    one feature, from the model's encoders or ``Layout.infer``), else its own name."""
+    owner = {j: b.name for b in layout.blocks for j in b.columns}
+    return [owner.get(j, str(f)) for j, f in enumerate(features)]
 
 
-def feature_ranking(aux_z, z_sample: np.ndarray, features) -> dict:
+def feature_ranking(aux_z, z_sample: np.ndarray, groups) -> dict:
+    """How much each feature (``groups``: each column's feature) moves the aux model's
+    reading of the protected attribute, one-hot columns of a feature aggregated."""
     import torch
 
     from faux.methods.builtin import FAuxMethod
@@ -20,5 +24,5 @@ def feature_ranking(aux_z, z_sample: np.ndarray, features) -> dict:
     r = faux_report(aux_z, torch.as_tensor(z_sample, dtype=torch.float32), FAuxMethod.name)
     if r.ndim == 2:  # k outputs: a feature matters if it matters for any of them
         r = r.amax(dim=0)
-    agg = aggregate_groups(r, feature_groups(features))
+    agg = aggregate_groups(r, list(groups))
     return dict(sorted(agg.items(), key=lambda kv: -kv[1]))

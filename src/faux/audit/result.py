@@ -76,9 +76,11 @@ class AuditResult:
         under its rules: ``out_dir`` must be new, empty or an earlier audit's output
         (``force``: write beside other files, never replacing them); the files appear
         together or not at all. Returns the folder; ``out_dir`` is set to it."""
+        from faux.audit.api_words import speaks_python
         from faux.audit.outputs import save_result
 
-        return save_result(self, out_dir, force=force, report=report)
+        return speaks_python(save_result, AuditResult.save)(self, out_dir, force=force,
+                                                            report=report)
 
     @property
     def flagged_rate(self) -> float:

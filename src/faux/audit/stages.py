@@ -35,7 +35,7 @@ from faux.audit.missing import Missing, NanTarget
 from faux.audit.outcome_pass import OutcomePass
 from faux.audit.outputs import OUTPUT_FILES, Staging, inspect_out
 from faux.audit.progress import Progress
-from faux.audit.ranking import feature_ranking
+from faux.audit.ranking import feature_groups, feature_ranking
 from faux.audit.score_pass import (
     PLOT_SAMPLE,
     rewrite_flagged,
@@ -172,6 +172,7 @@ def open_inputs(r: Run, model, X, c, *, data, protected, y, label, features, out
 
 def _scan(r: Run) -> None:
     from faux.audit.groups import build_views
+    from faux.audit.layout import Layout
     from faux.audit.scoring import check_methods_for
 
     st = r.st
@@ -184,6 +185,8 @@ def _scan(r: Run) -> None:
     if sc.nan_rows:  # a black box that reads NaN: the aux side reads the mean
         r.missing = Missing(sc.x)
         sc.x = r.missing.fill_in(sc.x)
+    r.feature_of = feature_groups(r.feats, r.layout if r.layout is not None
+                                  else Layout.infer(sc.x, r.feats))
     r.views = build_views(sc, int(st.min_cell), st.intersection)
     _check_model_on_sample(r.target, sc.x)
     if not r.target.verify_exact(sc.x):  # a conversion that differs on the data
@@ -238,7 +241,7 @@ def fit(r: Run) -> None:
             r.views[0], z, sc.y, kind=st.aux, width=st.aux_width, depth=st.aux_depth,
             epochs=int(st.aux_epochs), seed=st.seed, aux_seeds=int(st.aux_seeds),
             null_permutations=0 if r.rule == RULE_MANUAL else int(st.null_permutations))
-        r.ranking = feature_ranking(r.aux_z, z, r.feats)
+        r.ranking = feature_ranking(r.aux_z, z, r.feature_of)
         r.scorer = Scorer(r.target, r.aux_z, sc.mean, sc.scale, r.methods, fd_step=st.fd_step,
                           batch_size=r.batch)
         _thresholds(r)

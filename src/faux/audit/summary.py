@@ -70,7 +70,7 @@ def build(r) -> dict:
     outcomes, performance = r.outcome.finish()
     flagged_by_group(r.per_group)
     r.gate = gate_reasons(r, rate)
-    groups = finish_views(r.views, sc, r.z_sample, r.feats, r.methods, n_rows=n,
+    groups = finish_views(r.views, sc, r.z_sample, r.feature_of, r.methods, n_rows=n,
                           alpha=st.alpha, seed=st.seed, primary_threshold=r.thr,
                           effect_views=set(effects))
     flagged_intervals(groups)

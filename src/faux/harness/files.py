@@ -1,4 +1,5 @@
-"""The package's two file primitives: a file's SHA-256, and an atomic write.
+"""The package's file primitives: what a path is (``path_kind``), a file's SHA-256, and an
+atomic write.
 
 :func:`file_sha256` reads the file in chunks (any size, bounded memory). :func:`write_atomic`
 (and :func:`write_json_atomic`, :func:`write_text_atomic` over it) writes to a temporary file
@@ -24,6 +25,26 @@ from pathlib import Path
 
 #: bytes read at a time by :func:`file_sha256`
 CHUNK = 1 << 20
+
+
+def path_kind(path: str | os.PathLike) -> str:
+    """What ``path`` is, to follow "is" in an error line: ``"a file"``, ``"a folder"``,
+    ``"not found"``, ``"a broken symbolic link"``, ``"a symbolic link that loops"``, or
+    ``"not a regular file (a FIFO, socket or device)"``; never follows a loop forever."""
+    import errno
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "a symbolic link that loops"
+        return "a broken symbolic link" if os.path.islink(path) else "not found"
+    if stat.S_ISREG(mode):
+        return "a file"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file (a FIFO, socket or device)"
 
 
 def file_sha256(path: str | os.PathLike) -> str:

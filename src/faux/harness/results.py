@@ -14,6 +14,7 @@ launches into one sweep folder never share a partial file.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -28,6 +29,29 @@ RESULT = "result.json"
 STALE = "result.stale.json"
 
 
+def metrics_digest(metrics) -> str:
+    """The SHA-256 of a job's metrics as JSON (keys sorted), stored beside them in
+    ``result.json`` (``metrics_sha256``): a file edited or corrupted after the job wrote it
+    no longer matches."""
+    text = json.dumps(json.loads(json.dumps(metrics, default=float)), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def digest_problem(res: dict) -> str | None:
+    """Why ``res``'s metrics cannot be trusted (None: they can): they differ from the digest
+    the job stored. A result without a digest (written by hand, or by an older faux) is
+    read as it is."""
+    want = res.get("metrics_sha256")
+    if want is None:
+        return None
+    try:
+        ok = metrics_digest(res.get("metrics")) == want
+    except (TypeError, ValueError):
+        ok = False
+    return None if ok else ("result.json's metrics do not match the checksum its job wrote "
+                            "(edited or corrupted)")
+
+
 def finished(out_dir: Path, chash: str) -> dict | None:
     """The stored result of a finished job with this config hash, else None. A file that is
     not a JSON object (truncated, or e.g. ``[1, 2]`` or ``null``) is no result: the job reruns
@@ -40,6 +64,10 @@ def finished(out_dir: Path, chash: str) -> dict | None:
     if not isinstance(res, dict):
         log.warning("%s holds a JSON %s, not a result object; rerunning the job", path,
                     type(res).__name__ if res is not None else "null")
+        return None
+    why = digest_problem(res)
+    if why is not None:
+        log.warning("%s: %s; rerunning the job", path, why)
         return None
     ok = res.get("config_hash") == chash and res.get("status") == "ok"
     # a job that skipped (e.g. a dataset the user has not placed yet) is retried on rerun

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faux.errors import FauxError
+from faux.harness.results import digest_problem
 
 
 @dataclass
@@ -104,6 +105,9 @@ def check_result(job_dir: Path) -> tuple[dict | None, str | None]:
             return None, f"result.json has no {key!r}"
     if not isinstance(res["metrics"], dict):
         return None, "result.json's metrics are not a JSON object"
+    why = digest_problem(res)
+    if why is not None:
+        return None, f"{why}; rerun the job"
     try:
         expected = stored_config_hash(job_dir, res.get("data_sha256"))
     except ValueError as exc:
