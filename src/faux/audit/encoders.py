@@ -1,28 +1,55 @@
 """scikit-learn Pipelines that encode categorical columns themselves.
 
 A Pipeline whose first steps are a ``ColumnTransformer``, ``OneHotEncoder`` or
-``OrdinalEncoder`` takes the user's raw rows (strings included). The audit splits it in two:
-the encoding steps (``pre``), applied to each batch as it is read, and the rest (``rest``),
-the model the audit scores, on the encoded columns. The encoders also say exactly which
-encoded columns are one categorical feature and which values each level takes
-(:class:`faux.audit.layout.Layout`), so a counterfactual swaps a category (``relationship:
-Husband -> Wife``) and never moves a one-hot column fractionally.
+``OrdinalEncoder`` (or hold one, in a nested Pipeline) takes the user's raw rows (strings
+included). The audit splits it in two: the encoding steps (``pre``), applied to each batch as
+it is read, and the rest (``rest``), the model the audit scores, on the encoded columns. The
+encoders also say exactly which encoded columns are one categorical feature and which values
+each level takes (:class:`faux.audit.layout.Layout`), so a counterfactual swaps a category
+(``relationship: Husband -> Wife``) and never moves a one-hot column fractionally.
+
+The layout is read from the fitted objects, never from the column names: the structure
+(ColumnTransformers, nested Pipelines, FeatureUnions) says which raw column each encoded
+column comes from, and each categorical block's codes are what the fitted ``pre`` itself
+outputs for each of the encoder's categories (so ``drop``, ``min_frequency``,
+``max_categories`` and scalers after the encoder are, by construction, what the model sees).
+What faux cannot map (a ``TargetEncoder``, a ``FunctionTransformer``, a ``KBinsDiscretizer``,
+an encoder inside a FeatureUnion, a scaler before an encoder...) is refused in one line naming
+the step, never approximated. Allowed around the encoders: ``SimpleImputer`` and the
+column-wise scalers of :func:`_columnwise`.
 
 A raw value that an encoder never saw in training (an unseen category, a missing value it was
-not fitted on) is refused in one line naming the column, the value and the first row.
+not fitted on) is refused in one line naming the column, the value and the first row, unless
+the encoder is set to accept it (``handle_unknown="ignore"``, ``"infrequent_if_exist"``,
+``"warn"``, ``"use_encoded_value"``): the model then defines its encoding, the audit encodes it
+as the model does and says so once (:class:`EncodedSource`). When that encoding is no known
+level's code (all zeros), the block has a level of its own for it (``Block.unseen``), which a
+row may hold and a counterfactual never moves to.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from faux.audit.data import ArraySource, Batch, FileSource, Source, protected_list
 from faux.audit.layout import Block, Layout
-from faux.errors import DataError
+from faux.errors import ConfigError, DataError
+
+#: the level of a one-hot block whose column is the encoder's infrequent categories
+INFREQUENT = "infrequent_sklearn"
+#: the level a block has for the values its encoder never saw, when the model encodes them as
+#: no known level (``handle_unknown="ignore"``: all zeros)
+UNSEEN = "(unseen)"
+
+SUPPORTED = ("faux reads OneHotEncoder and OrdinalEncoder, with SimpleImputer before them and "
+             "column-wise scalers, in Pipelines and ColumnTransformers; audit the model after "
+             "its encoding instead (the Pipeline's later steps, on the columns its encoding "
+             "steps output)")
 
 
 def _encoder_types():
@@ -30,6 +57,23 @@ def _encoder_types():
     from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
 
     return ColumnTransformer, OneHotEncoder, OrdinalEncoder
+
+
+def _columnwise():
+    """Transformers that map each column on its own (no column reads another): kept inside the
+    encoding steps, their output column still one raw column's."""
+    from sklearn.impute import SimpleImputer
+    from sklearn.preprocessing import (
+        MaxAbsScaler,
+        MinMaxScaler,
+        PowerTransformer,
+        QuantileTransformer,
+        RobustScaler,
+        StandardScaler,
+    )
+
+    return (SimpleImputer, StandardScaler, MinMaxScaler, MaxAbsScaler, RobustScaler,
+            PowerTransformer, QuantileTransformer)
 
 
 @dataclass
@@ -41,19 +85,231 @@ class Encoded:
     raw_features: list[str]
     names: list[str]
     layout: Layout
+    uses: tuple = ()  # the encoders inside ``pre`` (:class:`_Use`), for the unseen values
+    unseen_as: dict = field(default_factory=dict)  # raw column -> how an accepted unseen
+    #                                                value is encoded (words)
+
+
+@dataclass
+class _Col:
+    """One column inside ``pre``: the raw column it comes from, and what it is: ``raw`` (the
+    raw value, imputed at most), ``num`` (a column-wise function of it), ``enc`` (an encoder's
+    output) or ``ind`` (a missing-value indicator)."""
+
+    source: str
+    kind: str
+
+
+@dataclass
+class _Use:
+    """One encoder inside ``pre``: its step, how its input is made from the raw frame
+    (``ops``: ``("take", positions)`` or ``("apply", fitted step)``, in order) and the raw
+    column of each of its input columns."""
+
+    est: object
+    path: str
+    ops: tuple
+    sources: list[str]
+
+    @property
+    def checked(self) -> bool:
+        """An unseen value is refused: the encoder raises on it, or encodes it as NaN."""
+        how = getattr(self.est, "handle_unknown", "error")
+        if how == "use_encoded_value":
+            return _is_nan(getattr(self.est, "unknown_value", None))
+        return how == "error"
+
+    def inputs(self, frame: pd.DataFrame) -> np.ndarray:
+        """The encoder's input for raw rows ``frame`` (one column per input, as objects)."""
+        x = frame
+        for op, arg in self.ops:
+            if op == "take":
+                x = x.iloc[:, list(arg)] if isinstance(x, pd.DataFrame) else x[:, list(arg)]
+            else:
+                x = arg.transform(x)
+        if hasattr(x, "toarray"):
+            x = x.toarray()
+        return x.to_numpy(dtype=object) if isinstance(x, pd.DataFrame) else np.asarray(x)
+
+    def unknown(self, frame: pd.DataFrame) -> Iterator[tuple[int, np.ndarray]]:
+        """Per input column, the rows of ``frame`` whose value is none of its categories."""
+        x = self.inputs(frame)
+        for j, cats in enumerate(self.est.categories_):
+            yield j, ~_known(x[:, j], cats)
+
+
+def _is_nan(v) -> bool:
+    return isinstance(v, float) and np.isnan(v)
+
+
+def _known(values, cats) -> np.ndarray:
+    """Which ``values`` are among the categories ``cats`` (NaN matching a NaN category)."""
+    values = pd.Series(np.asarray(values, dtype=object))
+    known = values.isin(list(cats)).to_numpy()
+    if any(_is_nan(v) for v in cats):
+        known |= pd.isna(values).to_numpy()
+    return known
+
+
+def _refuse(path: str, est, why: str):
+    """The one-line refusal of step ``path`` (empty: the encoding steps as a whole)."""
+    what = f"Pipeline step {path!r}" if path else "encoding steps"
+    return ConfigError(f"the model's {what} ({type(est).__name__}) {why}; {SUPPORTED}")
+
+
+def _names_encoder(est) -> bool:
+    """A categorical encoder: faux's own two, or any other ``*Encoder`` (TargetEncoder...)."""
+    return type(est).__name__.endswith("Encoder")
+
+
+def _parts(est) -> list:
+    """The fitted steps inside a Pipeline, ColumnTransformer or FeatureUnion."""
+    from sklearn.pipeline import FeatureUnion, Pipeline
+
+    ColumnTransformer, _, _ = _encoder_types()
+    if isinstance(est, Pipeline):
+        return [s for _, s in est.steps]
+    if isinstance(est, ColumnTransformer):
+        return [t for _, t, _ in getattr(est, "transformers_", est.transformers)]
+    if isinstance(est, FeatureUnion):
+        return [t for _, t in est.transformer_list]
+    return []
+
+
+def _holds_encoder(est) -> bool:
+    """``est`` is or holds (at any depth) a categorical encoder."""
+    return _names_encoder(est) or any(_holds_encoder(p) for p in _parts(est))
+
+
+def _identity(est) -> bool:
+    """A step that passes its columns as they are (a ColumnTransformer's ``passthrough``
+    becomes a FunctionTransformer without a function once fitted)."""
+    from sklearn.preprocessing import FunctionTransformer
+
+    if est is None or (isinstance(est, str) and est == "passthrough"):
+        return True
+    return isinstance(est, FunctionTransformer) and est.func is None
+
+
+class _Tracer:
+    """Which raw column each output column of ``pre`` comes from, and the encoders on the
+    way, read from the fitted structure; anything it cannot map is refused."""
+
+    def __init__(self):
+        self.uses: list[_Use] = []
+
+    def trace(self, est, cols: list[_Col], ops: tuple, path: str) -> list[_Col]:
+        from sklearn.pipeline import FeatureUnion, Pipeline
+
+        ColumnTransformer, OneHotEncoder, OrdinalEncoder = _encoder_types()
+        if _identity(est):
+            return list(cols)
+        if isinstance(est, str) and est == "drop":
+            return []
+        if isinstance(est, Pipeline):
+            for name, step in est.steps:
+                cols = self.trace(step, cols, ops, f"{path} > {name}" if path else name)
+                if not _identity(step):
+                    ops = (*ops, ("apply", step))
+            return cols
+        if isinstance(est, ColumnTransformer):
+            return self._columns(est, cols, ops, path)
+        if isinstance(est, FeatureUnion):
+            if _holds_encoder(est):
+                raise _refuse(path, est, "holds an encoder: the union's parts each read every "
+                              "column, and faux cannot map its output to categories")
+            out = []
+            for name, t in est.transformer_list:
+                if not (isinstance(t, str) and t == "drop"):
+                    out += self.trace(t, cols, ops, f"{path} > {name}")
+            return out
+        if isinstance(est, OneHotEncoder | OrdinalEncoder):
+            return self._encoder(est, cols, ops, path)
+        if isinstance(est, _columnwise()):
+            return self._columnwise(est, cols, path)
+        raise _refuse(path, est, "is not a step faux can map back to the raw columns" +
+                      (" (a categorical encoder it cannot read)" if _names_encoder(est) else ""))
+
+    def _columns(self, ct, cols, ops, path) -> list[_Col]:
+        n_out = max((sl.stop for sl in ct.output_indices_.values()), default=0)
+        out: list[_Col | None] = [None] * n_out
+        for name, trans, _ in ct.transformers_:
+            sl = ct.output_indices_.get(name, slice(0, 0))
+            idx = [int(i) for i in ct._transformer_to_input_indices[name]]
+            if not idx:  # an empty selection: not fitted, no output
+                continue
+            sub = self.trace(trans, [cols[i] for i in idx], (*ops, ("take", tuple(idx))),
+                             f"{path} > {name}" if path else name)
+            if len(sub) != sl.stop - sl.start:
+                raise _refuse(f"{path} > {name}" if path else name, trans,
+                              f"outputs {sl.stop - sl.start} columns where faux reads "
+                              f"{len(sub)}")
+            out[sl] = sub
+        if any(c is None for c in out):
+            raise _refuse(path, ct, "outputs columns faux cannot place")
+        return out
+
+    def _encoder(self, enc, cols, ops, path) -> list[_Col]:
+        _, OneHotEncoder, _ = _encoder_types()
+        if any(c.kind == "ind" for c in cols):
+            raise _refuse(path, enc, "reads a missing-value indicator "
+                          "(SimpleImputer(add_indicator=True))")
+        changed = [c.source for c in cols if c.kind != "raw"]
+        if changed:
+            raise _refuse(path, enc, f"reads column {changed[0]!r} after an earlier step "
+                          "changed its values")
+        if not isinstance(enc, OneHotEncoder) and _is_nan(getattr(
+                enc, "encoded_missing_value", None)) and any(
+                _is_nan(v) for cats in enc.categories_ for v in cats):
+            raise _refuse(path, enc, "encodes missing values as NaN; fit it with "
+                          "encoded_missing_value set to a number")
+        if isinstance(enc, OneHotEncoder):
+            inf = getattr(enc, "infrequent_categories_", None)
+            drop = getattr(enc, "drop_idx_", None)
+            counts = []
+            for j, cats in enumerate(enc.categories_):
+                k = len(cats)
+                if inf is not None and inf[j] is not None and len(inf[j]) > 0:
+                    k -= len(inf[j]) - 1  # the infrequent categories: one column
+                if drop is not None and drop[j] is not None:
+                    k -= 1
+                counts.append(k)
+        else:
+            counts = [1] * len(enc.categories_)
+        if sum(counts) != len(enc.get_feature_names_out()):
+            raise _refuse(path, enc, "outputs columns faux cannot place")
+        self.uses.append(_Use(enc, path, ops, [c.source for c in cols]))
+        return [_Col(c.source, "enc") for c, k in zip(cols, counts, strict=True)
+                for _ in range(k)]
+
+    def _columnwise(self, est, cols, path) -> list[_Col]:
+        from sklearn.impute import SimpleImputer
+
+        if isinstance(est, SimpleImputer):
+            out = list(cols)
+            ind = getattr(est, "indicator_", None)
+            if ind is not None:
+                out += [_Col(cols[int(i)].source, "ind") for i in ind.features_]
+        else:
+            out = [_Col(c.source, "num" if c.kind == "raw" else c.kind) for c in cols]
+        if len(out) != len(est.get_feature_names_out()):
+            raise _refuse(path, est, "outputs columns faux cannot place (a column empty in "
+                          "training?)")
+        return out
 
 
 def split(model) -> Encoded | None:
     """The split of ``model`` when it is a fitted Pipeline that starts with encoders of
-    categorical columns (the steps up to the last such encoder), else None."""
+    categorical columns (the steps up to the last one that is or holds an encoder, or is a
+    ColumnTransformer), else None. A step faux cannot map is refused (ConfigError)."""
     from sklearn.pipeline import Pipeline
 
     if not isinstance(model, Pipeline) or len(model.steps) < 2:
         return None
-    types = _encoder_types()
+    ColumnTransformer, _, _ = _encoder_types()
     last = -1
     for i, (_, step) in enumerate(model.steps[:-1]):
-        if isinstance(step, types):
+        if isinstance(step, ColumnTransformer) or _holds_encoder(step):
             last = i
     if last < 0:
         return None
@@ -62,103 +318,205 @@ def split(model) -> Encoded | None:
     if raw is None:
         raise DataError("the Pipeline's encoders were fitted without column names; fit the "
                         "Pipeline on a DataFrame so the audit can match the data's columns")
+    raw = [str(c) for c in raw]
+    layout, uses, unseen_as = _map(pre, raw)
     names = [str(n) for n in pre.get_feature_names_out()]
-    return Encoded(pre, rest, [str(c) for c in raw], names, layout_of(pre, names))
+    return Encoded(pre, rest, raw, names, layout, tuple(uses), unseen_as)
 
 
-def _blocks_of_encoder(enc, inputs, start: int, names) -> tuple[list[Block], list[int]]:
-    """The blocks an encoder's output columns form (they begin at column ``start``), and the
-    number of output columns it has."""
-    _, OneHotEncoder, OrdinalEncoder = _encoder_types()
-    blocks, at = [], start
-    for j, cats in enumerate(enc.categories_):
-        levels = tuple(str(v) for v in cats)
-        if isinstance(enc, OrdinalEncoder):
-            blocks.append(Block(str(inputs[j]), (at,), levels,
-                                tuple((float(i),) for i in range(len(levels)))))
-            at += 1
-            continue
-        drop = None if getattr(enc, "drop_idx_", None) is None else enc.drop_idx_[j]
-        keep = [i for i in range(len(levels)) if drop is None or i != drop]
-        cols = tuple(range(at, at + len(keep)))
-        codes = tuple(tuple(float(i == k) for k in keep) for i in range(len(levels)))
-        blocks.append(Block(str(inputs[j]), cols, levels, codes))
-        at += len(keep)
-    return blocks, at - start
-
-
-def _inputs(ct, trans, cols) -> list[str]:
-    """The raw column names a ColumnTransformer's ``trans`` reads (``cols`` as it was given:
-    names, positions, a mask or a slice)."""
-    named = getattr(trans, "feature_names_in_", None)
-    if named is not None:
-        return [str(c) for c in named]
-    if isinstance(cols, str):
-        return [cols]
-    sel = np.asarray(ct.feature_names_in_)[cols]
-    return [str(c) for c in np.atleast_1d(sel)]
-
-
-def layout_of(pre, names) -> Layout:
-    """The Layout of the encoded columns: a block per encoded input column, the rest
+def layout_of(pre, names=None) -> Layout:
+    """The Layout of the encoded columns: a block per encoded raw column, the rest
     continuous."""
-    ColumnTransformer, OneHotEncoder, OrdinalEncoder = _encoder_types()
-    steps = pre.steps if hasattr(pre, "steps") else [("pre", pre)]
-    blocks: list[Block] = []
-    for _, step in steps:
-        if isinstance(step, ColumnTransformer):
-            blocks = []
-            for name, trans, cols in step.transformers_:
-                if not isinstance(trans, OneHotEncoder | OrdinalEncoder):
-                    continue
-                sl = step.output_indices_[name]
-                bs, _ = _blocks_of_encoder(trans, _inputs(step, trans, cols), sl.start, names)
-                blocks += bs
-        elif isinstance(step, OneHotEncoder | OrdinalEncoder):
-            blocks, _ = _blocks_of_encoder(step, list(step.feature_names_in_), 0, names)
+    layout = _map(pre, [str(c) for c in pre.feature_names_in_])[0]
+    if names is not None and len(names) != layout.n_features:
+        raise _refuse("", pre, f"output {len(names)} columns where faux reads "
+                      f"{layout.n_features}")
+    return layout
+
+
+def _dense(out) -> np.ndarray:
+    if hasattr(out, "toarray"):
+        out = out.toarray()
+    return np.asarray(out)
+
+
+def _pre_transform(pre, frame: pd.DataFrame):
+    """``pre.transform``, without scikit-learn's warning on each batch about unknown
+    categories an encoder accepts (the audit says so once)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Uu]nknown categor")
+        return pre.transform(frame)
+
+
+def _probe(pre, raw, base: dict, changes: list[tuple[str, object]], what: str) -> np.ndarray:
+    """``pre``'s output (float) for rows of ``base`` values with one raw value changed each
+    (``changes``), after a first row of ``base`` itself."""
+    cols = {}
+    for r in raw:
+        v = [base[r]] + [val if c == r else base[r] for c, val in changes]
+        dtype = np.asarray([base[r]]).dtype
+        cols[r] = pd.Series(v, dtype=object if dtype.kind in "OUS" else None)
+    frame = pd.DataFrame(cols)
+    try:
+        out = _dense(_pre_transform(pre, frame))
+    except Exception as err:  # noqa: BLE001 - one line, whatever scikit-learn raised
+        msg = " ".join(str(err).split())[:160]
+        raise ConfigError(f"the model's encoding steps failed on {what} ({msg}); {SUPPORTED}"
+                          ) from err
+    try:
+        return np.asarray(out, dtype=np.float64)
+    except (TypeError, ValueError):  # a passthrough string column: only the blocks are read
+        return np.array([[_float(v) for v in row] for row in out])
+
+
+def _float(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return np.nan
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a == b) | (np.isnan(a) & np.isnan(b))
+
+
+def _unseen_value(cats):
+    """A value of the categories' type that is none of them."""
+    cats = np.asarray(cats)
+    if cats.dtype.kind in "iufb":
+        finite = cats[np.isfinite(cats.astype(np.float64))]
+        return (finite.max() if len(finite) else 0) + 1
+    return "\x00faux-unseen"
+
+
+def _map(pre, raw: list[str]):
+    """The Layout of ``pre``'s output, its encoders (:class:`_Use`) and, per raw column whose
+    unseen values its encoders accept, how they are encoded (words)."""
+    tracer = _Tracer()
+    outs = tracer.trace(pre, [_Col(r, "raw") for r in raw], (), "")
+    n_out = len(pre.get_feature_names_out())
+    if len(outs) != n_out:
+        raise _refuse("", pre, f"output {n_out} columns where faux reads {len(outs)}")
+    cats: dict[str, tuple[_Use, int]] = {}
+    for use in tracer.uses:
+        for j, src in enumerate(use.sources):
+            if src in cats:
+                other, k = cats[src]
+                a, b = list(other.est.categories_[k]), list(use.est.categories_[j])
+                if len(a) != len(b) or not all(x == y or (_is_nan(x) and _is_nan(y))
+                                               for x, y in zip(a, b)):
+                    raise _refuse(use.path, use.est, f"encodes column {src!r} with other "
+                                  f"categories than step {other.path!r} does")
+            else:
+                cats[src] = (use, j)
+    for c in outs:
+        if c.kind == "ind" and c.source in cats:
+            raise _refuse("", pre, f"add a missing-value indicator of the categorical column "
+                          f"{c.source!r} (SimpleImputer(add_indicator=True))")
+    cols = {s: [k for k, c in enumerate(outs) if c.source == s] for s in cats}
+    base = {r: (cats[r][0].est.categories_[cats[r][1]][0] if r in cats else 1.0)
+            for r in raw}
+    order = [s for s in raw if s in cats]
+    changes = [(s, v) for s in order for v in cats[s][0].est.categories_[cats[s][1]]]
+    out = _probe(pre, raw, base, changes, "its own categories")
+    codes: dict[str, np.ndarray] = {}
+    at = 1
+    for s in order:
+        n = len(cats[s][0].est.categories_[cats[s][1]])
+        rows = out[at:at + n]
+        at += n
+        moved = ~_same(rows, out[0][None]).all(axis=0)
+        if set(np.flatnonzero(moved)) - set(cols[s]):
+            raise _refuse("", pre, f"mix column {s!r} into others")
+        codes[s] = rows[:, cols[s]]
+        if not np.isfinite(codes[s]).all():
+            raise _refuse("", pre, f"encode a category of column {s!r} as NaN")
+    accepted = [s for s in order if cols[s] and not any(
+        u.checked for u in tracer.uses if s in u.sources)]
+    unseen_codes = {}
+    if accepted:
+        probe = _probe(pre, raw, base, [(s, _unseen_value(cats[s][0].est.categories_[
+            cats[s][1]])) for s in accepted], "a category they never saw")
+        unseen_codes = {s: probe[1 + i, cols[s]] for i, s in enumerate(accepted)}
+    blocks, unseen_as = [], {}
+    for s in order:
+        if not cols[s]:  # no output column depends on it (one category, dropped)
+            continue
+        use, j = cats[s]
+        block = _block(s, cols[s], use.est, j, codes[s], unseen_codes.get(s))
+        blocks.append(block)
+        if s in unseen_codes:
+            unseen_as[s] = (f"a level of their own, {UNSEEN!r}" if block.unseen
+                            else f"the level {block.levels[block.level_of(unseen_codes[s])]!r}")
     used = {c for b in blocks for c in b.columns}
-    return Layout(len(names), tuple(blocks), tuple(j for j in range(len(names))
-                                                   if j not in used))
+    layout = Layout(n_out, tuple(sorted(blocks, key=lambda b: b.columns[0])),
+                    tuple(j for j in range(n_out) if j not in used))
+    return layout, tracer.uses, unseen_as
 
 
-def _check_known(pre, frame: pd.DataFrame, start: int) -> None:
-    """DataError for the first raw value an encoder of ``pre`` never saw in training."""
-    ColumnTransformer, OneHotEncoder, OrdinalEncoder = _encoder_types()
-    steps = pre.steps if hasattr(pre, "steps") else [("pre", pre)]
-    checks = []
-    for _, step in steps[:1]:
-        if isinstance(step, ColumnTransformer):
-            for _, trans, cols in step.transformers_:
-                if isinstance(trans, OneHotEncoder | OrdinalEncoder):
-                    checks += list(zip(_inputs(step, trans, cols), trans.categories_,
-                                       strict=True))
-        elif isinstance(step, OneHotEncoder | OrdinalEncoder):
-            checks += list(zip(step.feature_names_in_, step.categories_, strict=True))
-    for col, cats in checks:
-        values = frame[str(col)]
-        known = pd.Series(values).isin(list(cats))
-        if any(isinstance(v, float) and np.isnan(v) for v in cats):
-            known |= pd.isna(values).to_numpy()
-        if not known.all():
-            i = int(np.flatnonzero(~np.asarray(known))[0])
-            raise DataError(f"column {col!r} has the value {values.iloc[i]!r} in row "
+def _block(name: str, cols: list[int], enc, j: int, codes: np.ndarray, unseen) -> Block:
+    """The block of raw column ``name``: one level per distinct code its categories take (the
+    infrequent categories share one, :data:`INFREQUENT`), in the categories' order, and
+    :data:`UNSEEN` last when the model encodes an unseen value as no level's code."""
+    cats = list(enc.categories_[j])
+    inf = getattr(enc, "infrequent_categories_", None)
+    infrequent = set() if inf is None or inf[j] is None else {str(v) for v in inf[j]}
+    groups: dict[tuple, list] = {}
+    for v, code in zip(cats, codes, strict=True):
+        groups.setdefault(tuple(float(x) for x in code), []).append(v)
+    levels, level_codes = [], []
+    for code, members in groups.items():
+        if len(members) == 1:
+            levels.append(str(members[0]))
+        elif {str(v) for v in members} <= infrequent:
+            levels.append(INFREQUENT)
+        else:
+            levels.append(" | ".join(str(v) for v in members))
+        level_codes.append(code)
+    extra = False
+    if unseen is not None:
+        u = tuple(float(x) for x in unseen)
+        if u not in groups:
+            levels.append(UNSEEN)
+            level_codes.append(u)
+            extra = True
+    return Block(name, tuple(cols), tuple(levels), tuple(level_codes), unseen=extra)
+
+
+def _encode(enc: Encoded, frame: pd.DataFrame, start: int) -> tuple[np.ndarray, dict]:
+    """The encoded rows of raw ``frame`` and, per raw column, the rows holding a value its
+    encoder never saw but accepts; a value it refuses is a DataError."""
+    unseen: dict[str, np.ndarray] = {}
+    raw = frame[enc.raw_features]
+    for use in enc.uses:
+        for j, bad in use.unknown(raw):
+            if not bad.any():
+                continue
+            col = use.sources[j]
+            if not use.checked:
+                unseen[col] = unseen[col] | bad if col in unseen else bad
+                continue
+            cats = list(use.est.categories_[j])
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(f"column {col!r} has the value {frame[col].iloc[i]!r} in row "
                             f"{start + i}, which the model's encoder never saw in training "
-                            f"(known: {', '.join(map(str, list(cats)[:8]))}"
+                            f"(known: {', '.join(map(str, cats[:8]))}"
                             f"{', ...' if len(cats) > 8 else ''}); fix or drop those rows")
+    out = _dense(_pre_transform(enc.pre, raw))
+    return np.asarray(out, dtype=np.float64), unseen
 
 
 def transform(enc: Encoded, frame: pd.DataFrame, start: int) -> np.ndarray:
-    """The encoded rows (dense float64) of raw ``frame``, unseen values refused."""
-    _check_known(enc.pre, frame, start)
-    out = enc.pre.transform(frame[enc.raw_features])
-    if hasattr(out, "toarray"):
-        out = out.toarray()
-    return np.asarray(out, dtype=np.float64)
+    """The encoded rows (dense float64) of raw ``frame``, unseen values refused (or, where the
+    model's encoder accepts them, encoded as it does)."""
+    return _encode(enc, frame, start)[0]
 
 
 class EncodedSource(Source):
     """The rows of ``raw`` (in memory or a file) as the Pipeline's encoders output them:
-    ``columns`` are the encoded feature names, then the raw protected and label columns."""
+    ``columns`` are the encoded feature names, then the raw protected and label columns. The
+    first complete pass over the rows counts the values an encoder never saw but accepts, and
+    warns once per column."""
 
     def __init__(self, raw: Source, enc: Encoded):
         missing = [c for c in enc.raw_features if c not in raw.columns]
@@ -171,6 +529,7 @@ class EncodedSource(Source):
         for attr in ("c_names", "y_name", "c_name"):
             if hasattr(raw, attr):
                 setattr(self, attr, getattr(raw, attr))
+        self._warned = False
 
     def _frames(self, want, batch_size) -> Iterator[tuple[int, pd.DataFrame, dict]]:
         raw = self.raw
@@ -191,17 +550,39 @@ class EncodedSource(Source):
             return
         raise DataError(f"cannot read categorical columns from a {type(raw).__name__}")
 
+    def _warn_unseen(self, seen: dict) -> None:
+        from faux.audit.notices import warn
+
+        self._warned = True
+        for col, (n, row, value) in seen.items():
+            how = getattr(next(u.est for u in self.enc.uses if col in u.sources),
+                          "handle_unknown", "?")
+            warn(f"column {col!r} has {n} value{'s' if n != 1 else ''} the model's encoder "
+                 f"never saw in training (first: {value!r} in row {row}); its encoder is set "
+                 f"to handle_unknown={how!r}, so the audit encodes them as the model does "
+                 f"({self.enc.unseen_as.get(col, 'as its encoder outputs them')}), and a "
+                 "counterfactual may swap them to a known category")
+
     def batches(self, features, protected, label, batch_size) -> Iterator[Batch]:
         prot = protected_list(protected)
         idx = [self.enc.names.index(f) for f in features]
         want = list(dict.fromkeys([*prot, *([label] if label else []),
                                    *self.enc.raw_features]))
+        seen: dict[str, list] = {}
         for start, frame, extra in self._frames(want, batch_size):
             if len(frame) == 0:
                 continue
-            x = transform(self.enc, frame, start)[:, idx]
+            x, unseen = _encode(self.enc, frame, start)
+            for col, bad in unseen.items():
+                if col not in seen:
+                    i = int(np.flatnonzero(bad)[0])
+                    seen[col] = [0, start + i, frame[col].iloc[i]]
+                seen[col][0] += int(bad.sum())
+            x = x[:, idx]
             cs = {p: (extra[p] if p in extra else frame[p].to_numpy()) for p in prot}
             y = None
             if label:
                 y = extra.get("__y__", frame[label].to_numpy() if label in frame else None)
             yield Batch(start, x, cs[prot[0]], y, cs)
+        if not self._warned:  # the first pass over every row
+            self._warn_unseen(seen)

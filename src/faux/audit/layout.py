@@ -17,12 +17,16 @@ ONE_HOT_SEPARATORS = ("_", "=")
 class Block:
     """A categorical feature in the model's input: its columns, its level names, and each
     level's values in those columns (``codes[i]``: one-hot rows, a one-hot row of zeros for
-    a dropped level, ``(0,)``/``(1,)`` for a 0/1 column, ``(i,)`` for an ordinal code)."""
+    a dropped level, ``(0,)``/``(1,)`` for a 0/1 column, ``(i,)`` for an ordinal code).
+    ``unseen``: the last level stands for the values the model's encoder never saw in training
+    and accepts (its code is the encoder's output for them): a row may hold it, a
+    counterfactual never moves to it."""
 
     name: str
     columns: tuple[int, ...]
     levels: tuple[str, ...]
     codes: tuple[tuple[float, ...], ...] = ()
+    unseen: bool = False
 
     def __post_init__(self):
         if not self.codes:
@@ -39,6 +43,10 @@ class Block:
         """The level whose code is nearest to one row's ``values`` of the block's columns."""
         v = np.asarray(values, dtype=np.float64).reshape(1, -1)
         return int(np.argmin(((np.asarray(self.codes) - v) ** 2).sum(axis=1)))
+
+    def is_target(self, level: int) -> bool:
+        """Whether a counterfactual may move a row to ``level`` (not the unseen values')."""
+        return not (self.unseen and level == len(self.levels) - 1)
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ def swaps(scalar_at, z, target, sign, layout, x_mean, x_scale, allowed=None):
         for bi, block in enumerate(layout.blocks):
             free = moved[:, bi] < 0
             for li in range(len(block.levels)):
+                if not block.is_target(li):  # the values the encoder never saw
+                    continue
                 may = free & todo & (cur[bi] != li)
                 if allowed is not None:
                     may = may & allowed(bi, cur[bi], li)
