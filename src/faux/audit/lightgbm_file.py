@@ -2,24 +2,28 @@
 
 LightGBM's C++ parser trusts its input: a 6-byte file ``tree\\n\\0`` spins it forever (and
 Ctrl-C cannot stop C code), a truncated model aborts the whole process, and a malformed one
-prints ``[LightGBM] [Fatal] ...`` on stderr. ``check_text`` therefore reads the file the
-way ``Booster.save_model`` writes it -- the ``tree`` line, the header keys (``version``,
-``num_class``, ``num_tree_per_iteration``, ``max_feature_idx``, ``feature_names``), the
-``Tree=0 .. Tree=n-1`` blocks with arrays of the lengths ``num_leaves`` implies and
-indices in range, the ``tree_sizes`` byte counts LightGBM seeks by, and the ``end of
-trees`` marker -- and refuses anything else in one line. ``load_booster`` then hands the
-checked text (not the path) to ``lightgbm.Booster(model_str=...)`` with LightGBM's C-level
-log lines kept off the terminal.
+prints ``[LightGBM] [Fatal] ...`` on stderr; its predictions follow the children it stored
+unchecked. ``check_text`` therefore reads the file the way ``Booster.save_model`` writes it
+-- the ``tree`` line, the header keys (``version``, ``num_class``,
+``num_tree_per_iteration``, ``max_feature_idx``, ``feature_names``), the ``Tree=0 ..
+Tree=n-1`` blocks with arrays of the lengths ``num_leaves`` implies and indices in range,
+each tree's shape (``faux.audit.tree_check.lightgbm_tree``: no loop, every split and leaf
+reached once from the root, categorical bitsets in range, finite leaf values), the
+``tree_sizes`` byte counts LightGBM seeks by, and the ``end of trees`` marker -- and refuses
+anything else in one line. ``load_booster`` then hands the checked text (not the path) to
+``lightgbm.Booster(model_str=...)`` with LightGBM's C-level log lines kept off the terminal.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import sys
 import tempfile
 
+from faux.audit.tree_check import TreeError, lightgbm_tree
 from faux.errors import DataError
 
 _KEY = re.compile(r"([a-z_]+)=(.*)\Z")
@@ -43,13 +47,14 @@ def _ints(value: str, n: int | None, what: str, lo: int, hi: int) -> list[int]:
     return out
 
 
-def _floats(value: str, n: int, what: str) -> None:
+def _floats(value: str, n: int, what: str) -> list[float]:
     try:
         out = [float(t) for t in value.split()]
     except ValueError as err:
         raise Malformed(f"{what} is not a list of numbers") from err
     if len(out) != n:
         raise Malformed(f"{what} has {len(out)} entries, not {n}")
+    return out
 
 
 def _keys(lines: list[str], where: str) -> dict[str, str]:
@@ -89,32 +94,43 @@ def _tree(lines: list[str], i: int, max_feat: int) -> None:
     if "num_leaves" not in keys:
         raise Malformed(f"Tree={i} has no num_leaves")
     (leaves,) = _ints(keys["num_leaves"], 1, f"Tree={i} num_leaves", 1, 1 << 31)
-    _floats(keys.get("leaf_value", ""), leaves, f"Tree={i} leaf_value")
+    values = _floats(keys.get("leaf_value", ""), leaves, f"Tree={i} leaf_value")
     if "shrinkage" in keys:
         _floats(keys["shrinkage"], 1, f"Tree={i} shrinkage")
     if leaves == 1:
+        if not math.isfinite(values[0]):
+            raise Malformed(f"Tree={i} leaf 0's value is not finite")
         return
     for k in _SPLIT_ARRAYS:
         if k not in keys:
             raise Malformed(f"Tree={i} has no {k}")
-    _ints(keys["split_feature"], leaves - 1, f"Tree={i} split_feature", 0, max_feat)
-    _floats(keys["threshold"], leaves - 1, f"Tree={i} threshold")
-    _ints(keys["decision_type"], leaves - 1, f"Tree={i} decision_type", 0, 255)
+    arrays = {"split_feature": _ints(keys["split_feature"], leaves - 1,
+                                     f"Tree={i} split_feature", 0, max_feat),
+              "threshold": _floats(keys["threshold"], leaves - 1, f"Tree={i} threshold"),
+              "decision_type": _ints(keys["decision_type"], leaves - 1,
+                                     f"Tree={i} decision_type", 0, 255)}
     for k in ("left_child", "right_child"):
-        _ints(keys[k], leaves - 1, f"Tree={i} {k}", -leaves, leaves - 2)
+        arrays[k] = _ints(keys[k], leaves - 1, f"Tree={i} {k}", -leaves, leaves - 2)
     (n_cat,) = _ints(keys.get("num_cat", "0"), 1, f"Tree={i} num_cat", 0, leaves)
     if n_cat:
-        bounds = _ints(keys.get("cat_boundaries", ""), n_cat + 1, f"Tree={i} cat_boundaries",
-                       0, 1 << 31)
-        _ints(keys.get("cat_threshold", ""), bounds[-1], f"Tree={i} cat_threshold", 0,
-              (1 << 32) - 1)
+        arrays["cat_boundaries"] = _ints(keys.get("cat_boundaries", ""), n_cat + 1,
+                                         f"Tree={i} cat_boundaries", 0, 1 << 31)
+        arrays["cat_threshold"] = _ints(keys.get("cat_threshold", ""),
+                                        arrays["cat_boundaries"][-1],
+                                        f"Tree={i} cat_threshold", 0, (1 << 32) - 1)
+    try:  # the walk from the root: no loop, every split and leaf met once, indices in range
+        lightgbm_tree(leaves, n_features=max_feat + 1, leaf_value=values, **arrays)
+    except TreeError as err:
+        raise Malformed(f"Tree={i} {err}") from None
     if keys.get("is_linear", "0") != "0":  # a linear model in each leaf
-        _floats(keys.get("leaf_const", ""), leaves, f"Tree={i} leaf_const")
+        coef = _floats(keys.get("leaf_const", ""), leaves, f"Tree={i} leaf_const")
         counts = _ints(keys.get("num_features", ""), leaves, f"Tree={i} num_features", 0,
                        max_feat + 1)
         _ints(keys.get("leaf_features", ""), sum(counts), f"Tree={i} leaf_features", 0,
               max_feat)
-        _floats(keys.get("leaf_coeff", ""), sum(counts), f"Tree={i} leaf_coeff")
+        coef += _floats(keys.get("leaf_coeff", ""), sum(counts), f"Tree={i} leaf_coeff")
+        if not all(map(math.isfinite, coef)):
+            raise Malformed(f"Tree={i} has a leaf_const or leaf_coeff that is not finite")
 
 
 def check_text(data: bytes) -> str:

@@ -1,9 +1,17 @@
 """Loading a skops file: ``skops.io.load`` after its trusted-types check; a type outside
 skops' default trust list (and scikit-learn's own state types below) is refused until the
-user names it (``trusted_types`` / ``--trust-type``)."""
+user names it (``trusted_types`` / ``--trust-type``).
+
+Trusting a type says nothing of its content: scikit-learn's tree walkers and LightGBM follow
+the stored child indices without bounds checks, so a forged file could hang the audit past
+Ctrl-C or crash it. Every tree of the loaded object is therefore checked
+(``faux.audit.tree_check.estimator_trees``) before anything predicts, and the model text of
+a LightGBM booster is checked (``faux.audit.lightgbm_file.check_text``) before LightGBM's
+parser sees it, as skops builds the booster."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from faux.audit.target import TargetModel, class_name, from_estimator, one_line
@@ -20,8 +28,45 @@ SKLEARN_STATE_TYPES = frozenset({
 })
 
 
+@contextlib.contextmanager
+def _checked_boosters(path: Path, untrusted):
+    """While skops builds the object: a LightGBM booster's model text (its state's
+    ``_handle``/``handle``) is checked before ``Booster.__setstate__`` hands it to
+    LightGBM's C++ parser (checked there, not in the file's schema: skops may resolve a
+    node to another of the same ``__id__``)."""
+    if not any(t.startswith("lightgbm.") for t in untrusted):
+        yield
+        return
+    import lightgbm
+
+    from faux.audit.lightgbm_file import Malformed, check_text
+
+    original = lightgbm.Booster.__setstate__
+
+    def setstate(booster, state):
+        for key in ("_handle", "handle"):
+            text = state.get(key) if isinstance(state, dict) else None
+            try:
+                if text is not None and not (isinstance(text, str)
+                                             and check_text(text.encode()) == text):
+                    raise Malformed("its model text is not a string as save_model writes it")
+            except Malformed as err:
+                raise DataError(f"{path.name} holds a LightGBM booster whose model is not "
+                                f"well formed: {err}; save the model again with "
+                                "skops.io.dump") from None
+        original(booster, state)
+
+    lightgbm.Booster.__setstate__ = setstate
+    try:
+        yield
+    finally:
+        lightgbm.Booster.__setstate__ = original
+
+
 def load_skops_file(path: Path, trusted_types, exact: bool = True) -> TargetModel:
     import skops.io as sio
+
+    from faux.audit.tree_check import TreeError, estimator_trees
 
     try:
         untrusted = sio.get_untrusted_types(file=str(path))
@@ -33,7 +78,13 @@ def load_skops_file(path: Path, trusted_types, exact: bool = True) -> TargetMode
         flags = " ".join(f"--trust-type {t}" for t in missing)
         raise ConfigError(f"{path.name} holds types skops does not trust by default: "
                           f"{', '.join(missing)}; check them and pass {flags}")
-    est = sio.load(str(path), trusted=list(untrusted))
+    with _checked_boosters(path, untrusted):
+        est = sio.load(str(path), trusted=list(untrusted))
+    try:  # before anything predicts (from_estimator probes the model)
+        estimator_trees(est)
+    except TreeError as err:
+        raise DataError(f"{path.name} holds a malformed tree, refused before the model ran: "
+                        f"{err}; save the model again with skops.io.dump") from None
     tm = from_estimator(est, f"skops file {path.name}", exact)
     tm.obj_class = class_name(est)
     return tm

@@ -25,9 +25,11 @@ Formats, by content (not only by extension):
   ``trust_pickle=True``; a program exported with a static batch size is called in chunks
   of that size (padded).
 - skops files (``.skops``): ``skops.io.load`` after its trusted-types check; types outside
-  skops' default trust list are refused unless named with ``trusted_types``.
-- LightGBM text model files (``Booster.save_model``): checked for shape, then parsed by
-  LightGBM (``faux.audit.lightgbm_file``); no code runs.
+  skops' default trust list are refused unless named with ``trusted_types``; every tree of
+  the loaded object is checked before anything predicts (``faux.audit.tree_check``).
+- LightGBM text model files (``Booster.save_model``): checked for shape (each tree through
+  ``faux.audit.tree_check``), then parsed by LightGBM (``faux.audit.lightgbm_file``); no
+  code runs.
 - ONNX (``.onnx``): ``onnxruntime``; the output named like ``prob*`` (or the last float
   output) is read, column 1 of a two-column output. The graph is also read with ``onnx``
   and, when every node behind that output converts, scored by autograd.
