@@ -15,7 +15,6 @@ import copy
 import json
 import subprocess
 import sys
-import time
 import zipfile
 
 import numpy as np
@@ -326,12 +325,12 @@ def _trusted(path):
 def test_forged_tree_files_are_refused_in_one_line_before_anything_runs(files):
     """Every forged file through ``load_model`` in a child (a hang or a crash fails the test
     instead of stopping it): a DataError of one line naming the file, the tree and what is
-    wrong, within a second, with no estimator handed to the audit (``from_estimator``) and
-    no LightGBM booster built."""
+    wrong, with no estimator handed to the audit (``from_estimator``) and no LightGBM
+    booster built."""
     forged = {name: (str(path), kind) for name, (path, kind, what) in files["files"].items()
               if what}
     proc = _python(f"""
-        import json, time
+        import json
         import lightgbm, skops.io as sio
         import sklearn.calibration, sklearn.ensemble, sklearn.pipeline  # imports aside
         import faux.audit.load_skops as ls, faux.audit.tree_check
@@ -347,23 +346,21 @@ def test_forged_tree_files_are_refused_in_one_line_before_anything_runs(files):
         for name, (path, kind) in {forged!r}.items():
             trusted = sio.get_untrusted_types(file=path) if kind == "skops" else ()
             ran.clear()
-            t0 = time.monotonic()
             try:
                 models.load_model(path, 4, trusted_types=trusted)
-                out[name] = ["loaded", 0.0, ran[:]]
+                out[name] = ["loaded", ran[:]]
             except Exception as err:
-                out[name] = [type(err).__name__ + ": " + str(err), time.monotonic() - t0, ran[:]]
+                out[name] = [type(err).__name__ + ": " + str(err), ran[:]]
         print(json.dumps(out))
     """, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
     assert sorted(out) == sorted(forged)
-    for name, (msg, seconds, ran) in out.items():
+    for name, (msg, ran) in out.items():
         assert msg.startswith("DataError: ") and "\n" not in msg, (name, msg)
         for part in files["files"][name][2]:
             assert part in msg, (name, part, msg)
         assert ran == [], (name, ran)
-        assert seconds < 1, (name, seconds)
 
 
 def test_control_forged_trees_hang_or_crash_the_plain_library(files):
@@ -484,10 +481,10 @@ def test_well_formed_lightgbm_files_load_and_predict_exactly_as_before(files):
 # --------------------------------------------------------------------------- the check
 
 
-def test_checks_of_large_forests_take_well_under_a_second():
-    """A forest of 300 trees of some 6,500 nodes each, its last tree forged: the whole walk
-    refuses it in under a second; a million-node tree numbered in random order (the
-    pointer-doubling path) is checked in under a second too."""
+def test_large_forests_and_trees_are_checked_whole():
+    """A forest of 300 trees of some 6,500 nodes each, its last tree forged: the walk reaches
+    and refuses it; a million-node tree numbered in random order (the pointer-doubling path)
+    passes. (Their speed: bench/tree_check.py.)"""
     from sklearn.ensemble import RandomForestClassifier
 
     rng = np.random.default_rng(0)
@@ -498,10 +495,8 @@ def test_checks_of_large_forests_take_well_under_a_second():
     assert one.tree_.node_count > 5000
     forest.estimators_ = [copy.deepcopy(one) for _ in range(300)]
     forest.estimators_[-1].tree_ = _forged_tree(one.tree_, _loop_to_parent)
-    t0 = time.perf_counter()
     with pytest.raises(TreeError, match=r"estimators_\[299\]\.tree_: node \d+ is the child"):
         estimator_trees(forest)
-    assert time.perf_counter() - t0 < 1
     forest.estimators_[-1] = one
     assert estimator_trees(forest) == 300
 
@@ -512,10 +507,8 @@ def test_checks_of_large_forests_take_well_under_a_second():
     split = left >= 0
     L, R = np.full(n, -1), np.full(n, -1)
     L[new[split]], R[new[split]] = new[left[split]], new[right[split]]
-    t0 = time.perf_counter()
     check_tree(L, R, L < 0, feature=np.zeros(n, int), n_features=1, threshold=np.zeros(n),
                value=np.zeros((n, 1, 2)))
-    assert time.perf_counter() - t0 < 1
 
 
 @pytest.mark.parametrize("case,left,right,what", [

@@ -16,7 +16,7 @@ outputs for each of the encoder's categories (so ``drop``, ``min_frequency``,
 What faux cannot map (a ``TargetEncoder``, a ``FunctionTransformer``, a ``KBinsDiscretizer``,
 an encoder inside a FeatureUnion, a scaler before an encoder...) is refused in one line naming
 the step, never approximated. Allowed around the encoders: ``SimpleImputer`` and the
-column-wise scalers of :func:`_columnwise`.
+column-wise scalers of :func:`faux.audit.encoder_steps.columnwise`.
 
 A raw value that an encoder never saw in training (an unseen category, a missing value it was
 not fitted on) is refused in one line naming the column, the value and the first row, unless
@@ -37,6 +37,16 @@ import numpy as np
 import pandas as pd
 
 from faux.audit.data import ArraySource, Batch, FileSource, Source, protected_list
+from faux.audit.encoder_steps import (
+    SUPPORTED,
+    Col,
+    Tracer,
+    Use,
+    encoder_types,
+    holds_encoder,
+    is_nan,
+    refuse,
+)
 from faux.audit.layout import Block, Layout
 from faux.errors import ConfigError, DataError
 
@@ -45,35 +55,6 @@ INFREQUENT = "infrequent_sklearn"
 #: the level a block has for the values its encoder never saw, when the model encodes them as
 #: no known level (``handle_unknown="ignore"``: all zeros)
 UNSEEN = "(unseen)"
-
-SUPPORTED = ("faux reads OneHotEncoder and OrdinalEncoder, with SimpleImputer before them and "
-             "column-wise scalers, in Pipelines and ColumnTransformers; audit the model after "
-             "its encoding instead (the Pipeline's later steps, on the columns its encoding "
-             "steps output)")
-
-
-def _encoder_types():
-    from sklearn.compose import ColumnTransformer
-    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
-
-    return ColumnTransformer, OneHotEncoder, OrdinalEncoder
-
-
-def _columnwise():
-    """Transformers that map each column on its own (no column reads another): kept inside the
-    encoding steps, their output column still one raw column's."""
-    from sklearn.impute import SimpleImputer
-    from sklearn.preprocessing import (
-        MaxAbsScaler,
-        MinMaxScaler,
-        PowerTransformer,
-        QuantileTransformer,
-        RobustScaler,
-        StandardScaler,
-    )
-
-    return (SimpleImputer, StandardScaler, MinMaxScaler, MaxAbsScaler, RobustScaler,
-            PowerTransformer, QuantileTransformer)
 
 
 @dataclass
@@ -85,217 +66,9 @@ class Encoded:
     raw_features: list[str]
     names: list[str]
     layout: Layout
-    uses: tuple = ()  # the encoders inside ``pre`` (:class:`_Use`), for the unseen values
+    uses: tuple = ()  # the encoders inside ``pre`` (:class:`Use`), for the unseen values
     unseen_as: dict = field(default_factory=dict)  # raw column -> how an accepted unseen
     #                                                value is encoded (words)
-
-
-@dataclass
-class _Col:
-    """One column inside ``pre``: the raw column it comes from, and what it is: ``raw`` (the
-    raw value, imputed at most), ``num`` (a column-wise function of it), ``enc`` (an encoder's
-    output) or ``ind`` (a missing-value indicator)."""
-
-    source: str
-    kind: str
-
-
-@dataclass
-class _Use:
-    """One encoder inside ``pre``: its step, how its input is made from the raw frame
-    (``ops``: ``("take", positions)`` or ``("apply", fitted step)``, in order) and the raw
-    column of each of its input columns."""
-
-    est: object
-    path: str
-    ops: tuple
-    sources: list[str]
-
-    @property
-    def checked(self) -> bool:
-        """An unseen value is refused: the encoder raises on it, or encodes it as NaN."""
-        how = getattr(self.est, "handle_unknown", "error")
-        if how == "use_encoded_value":
-            return _is_nan(getattr(self.est, "unknown_value", None))
-        return how == "error"
-
-    def inputs(self, frame: pd.DataFrame) -> np.ndarray:
-        """The encoder's input for raw rows ``frame`` (one column per input, as objects)."""
-        x = frame
-        for op, arg in self.ops:
-            if op == "take":
-                x = x.iloc[:, list(arg)] if isinstance(x, pd.DataFrame) else x[:, list(arg)]
-            else:
-                x = arg.transform(x)
-        if hasattr(x, "toarray"):
-            x = x.toarray()
-        return x.to_numpy(dtype=object) if isinstance(x, pd.DataFrame) else np.asarray(x)
-
-    def unknown(self, frame: pd.DataFrame) -> Iterator[tuple[int, np.ndarray]]:
-        """Per input column, the rows of ``frame`` whose value is none of its categories."""
-        x = self.inputs(frame)
-        for j, cats in enumerate(self.est.categories_):
-            yield j, ~_known(x[:, j], cats)
-
-
-def _is_nan(v) -> bool:
-    return isinstance(v, float) and np.isnan(v)
-
-
-def _known(values, cats) -> np.ndarray:
-    """Which ``values`` are among the categories ``cats`` (NaN matching a NaN category)."""
-    values = pd.Series(np.asarray(values, dtype=object))
-    known = values.isin(list(cats)).to_numpy()
-    if any(_is_nan(v) for v in cats):
-        known |= pd.isna(values).to_numpy()
-    return known
-
-
-def _refuse(path: str, est, why: str):
-    """The one-line refusal of step ``path`` (empty: the encoding steps as a whole)."""
-    what = f"Pipeline step {path!r}" if path else "encoding steps"
-    return ConfigError(f"the model's {what} ({type(est).__name__}) {why}; {SUPPORTED}")
-
-
-def _names_encoder(est) -> bool:
-    """A categorical encoder: faux's own two, or any other ``*Encoder`` (TargetEncoder...)."""
-    return type(est).__name__.endswith("Encoder")
-
-
-def _parts(est) -> list:
-    """The fitted steps inside a Pipeline, ColumnTransformer or FeatureUnion."""
-    from sklearn.pipeline import FeatureUnion, Pipeline
-
-    ColumnTransformer, _, _ = _encoder_types()
-    if isinstance(est, Pipeline):
-        return [s for _, s in est.steps]
-    if isinstance(est, ColumnTransformer):
-        return [t for _, t, _ in getattr(est, "transformers_", est.transformers)]
-    if isinstance(est, FeatureUnion):
-        return [t for _, t in est.transformer_list]
-    return []
-
-
-def _holds_encoder(est) -> bool:
-    """``est`` is or holds (at any depth) a categorical encoder."""
-    return _names_encoder(est) or any(_holds_encoder(p) for p in _parts(est))
-
-
-def _identity(est) -> bool:
-    """A step that passes its columns as they are (a ColumnTransformer's ``passthrough``
-    becomes a FunctionTransformer without a function once fitted)."""
-    from sklearn.preprocessing import FunctionTransformer
-
-    if est is None or (isinstance(est, str) and est == "passthrough"):
-        return True
-    return isinstance(est, FunctionTransformer) and est.func is None
-
-
-class _Tracer:
-    """Which raw column each output column of ``pre`` comes from, and the encoders on the
-    way, read from the fitted structure; anything it cannot map is refused."""
-
-    def __init__(self):
-        self.uses: list[_Use] = []
-
-    def trace(self, est, cols: list[_Col], ops: tuple, path: str) -> list[_Col]:
-        from sklearn.pipeline import FeatureUnion, Pipeline
-
-        ColumnTransformer, OneHotEncoder, OrdinalEncoder = _encoder_types()
-        if _identity(est):
-            return list(cols)
-        if isinstance(est, str) and est == "drop":
-            return []
-        if isinstance(est, Pipeline):
-            for name, step in est.steps:
-                cols = self.trace(step, cols, ops, f"{path} > {name}" if path else name)
-                if not _identity(step):
-                    ops = (*ops, ("apply", step))
-            return cols
-        if isinstance(est, ColumnTransformer):
-            return self._columns(est, cols, ops, path)
-        if isinstance(est, FeatureUnion):
-            if _holds_encoder(est):
-                raise _refuse(path, est, "holds an encoder: the union's parts each read every "
-                              "column, and faux cannot map its output to categories")
-            out = []
-            for name, t in est.transformer_list:
-                if not (isinstance(t, str) and t == "drop"):
-                    out += self.trace(t, cols, ops, f"{path} > {name}")
-            return out
-        if isinstance(est, OneHotEncoder | OrdinalEncoder):
-            return self._encoder(est, cols, ops, path)
-        if isinstance(est, _columnwise()):
-            return self._columnwise(est, cols, path)
-        raise _refuse(path, est, "is not a step faux can map back to the raw columns" +
-                      (" (a categorical encoder it cannot read)" if _names_encoder(est) else ""))
-
-    def _columns(self, ct, cols, ops, path) -> list[_Col]:
-        n_out = max((sl.stop for sl in ct.output_indices_.values()), default=0)
-        out: list[_Col | None] = [None] * n_out
-        for name, trans, _ in ct.transformers_:
-            sl = ct.output_indices_.get(name, slice(0, 0))
-            idx = [int(i) for i in ct._transformer_to_input_indices[name]]
-            if not idx:  # an empty selection: not fitted, no output
-                continue
-            sub = self.trace(trans, [cols[i] for i in idx], (*ops, ("take", tuple(idx))),
-                             f"{path} > {name}" if path else name)
-            if len(sub) != sl.stop - sl.start:
-                raise _refuse(f"{path} > {name}" if path else name, trans,
-                              f"outputs {sl.stop - sl.start} columns where faux reads "
-                              f"{len(sub)}")
-            out[sl] = sub
-        if any(c is None for c in out):
-            raise _refuse(path, ct, "outputs columns faux cannot place")
-        return out
-
-    def _encoder(self, enc, cols, ops, path) -> list[_Col]:
-        _, OneHotEncoder, _ = _encoder_types()
-        if any(c.kind == "ind" for c in cols):
-            raise _refuse(path, enc, "reads a missing-value indicator "
-                          "(SimpleImputer(add_indicator=True))")
-        changed = [c.source for c in cols if c.kind != "raw"]
-        if changed:
-            raise _refuse(path, enc, f"reads column {changed[0]!r} after an earlier step "
-                          "changed its values")
-        if not isinstance(enc, OneHotEncoder) and _is_nan(getattr(
-                enc, "encoded_missing_value", None)) and any(
-                _is_nan(v) for cats in enc.categories_ for v in cats):
-            raise _refuse(path, enc, "encodes missing values as NaN; fit it with "
-                          "encoded_missing_value set to a number")
-        if isinstance(enc, OneHotEncoder):
-            inf = getattr(enc, "infrequent_categories_", None)
-            drop = getattr(enc, "drop_idx_", None)
-            counts = []
-            for j, cats in enumerate(enc.categories_):
-                k = len(cats)
-                if inf is not None and inf[j] is not None and len(inf[j]) > 0:
-                    k -= len(inf[j]) - 1  # the infrequent categories: one column
-                if drop is not None and drop[j] is not None:
-                    k -= 1
-                counts.append(k)
-        else:
-            counts = [1] * len(enc.categories_)
-        if sum(counts) != len(enc.get_feature_names_out()):
-            raise _refuse(path, enc, "outputs columns faux cannot place")
-        self.uses.append(_Use(enc, path, ops, [c.source for c in cols]))
-        return [_Col(c.source, "enc") for c, k in zip(cols, counts, strict=True)
-                for _ in range(k)]
-
-    def _columnwise(self, est, cols, path) -> list[_Col]:
-        from sklearn.impute import SimpleImputer
-
-        if isinstance(est, SimpleImputer):
-            out = list(cols)
-            ind = getattr(est, "indicator_", None)
-            if ind is not None:
-                out += [_Col(cols[int(i)].source, "ind") for i in ind.features_]
-        else:
-            out = [_Col(c.source, "num" if c.kind == "raw" else c.kind) for c in cols]
-        if len(out) != len(est.get_feature_names_out()):
-            raise _refuse(path, est, "outputs columns faux cannot place (a column empty in "
-                          "training?)")
-        return out
 
 
 def split(model) -> Encoded | None:
@@ -306,10 +79,10 @@ def split(model) -> Encoded | None:
 
     if not isinstance(model, Pipeline) or len(model.steps) < 2:
         return None
-    ColumnTransformer, _, _ = _encoder_types()
+    ColumnTransformer, _, _ = encoder_types()
     last = -1
     for i, (_, step) in enumerate(model.steps[:-1]):
-        if isinstance(step, ColumnTransformer) or _holds_encoder(step):
+        if isinstance(step, ColumnTransformer) or holds_encoder(step):
             last = i
     if last < 0:
         return None
@@ -329,7 +102,7 @@ def layout_of(pre, names=None) -> Layout:
     continuous."""
     layout = _map(pre, [str(c) for c in pre.feature_names_in_])[0]
     if names is not None and len(names) != layout.n_features:
-        raise _refuse("", pre, f"output {len(names)} columns where faux reads "
+        raise refuse("", pre, f"output {len(names)} columns where faux reads "
                       f"{layout.n_features}")
     return layout
 
@@ -390,28 +163,28 @@ def _unseen_value(cats):
 
 
 def _map(pre, raw: list[str]):
-    """The Layout of ``pre``'s output, its encoders (:class:`_Use`) and, per raw column whose
+    """The Layout of ``pre``'s output, its encoders (:class:`Use`) and, per raw column whose
     unseen values its encoders accept, how they are encoded (words)."""
-    tracer = _Tracer()
-    outs = tracer.trace(pre, [_Col(r, "raw") for r in raw], (), "")
+    tracer = Tracer()
+    outs = tracer.trace(pre, [Col(r, "raw") for r in raw], (), "")
     n_out = len(pre.get_feature_names_out())
     if len(outs) != n_out:
-        raise _refuse("", pre, f"output {n_out} columns where faux reads {len(outs)}")
-    cats: dict[str, tuple[_Use, int]] = {}
+        raise refuse("", pre, f"output {n_out} columns where faux reads {len(outs)}")
+    cats: dict[str, tuple[Use, int]] = {}
     for use in tracer.uses:
         for j, src in enumerate(use.sources):
             if src in cats:
                 other, k = cats[src]
                 a, b = list(other.est.categories_[k]), list(use.est.categories_[j])
-                if len(a) != len(b) or not all(x == y or (_is_nan(x) and _is_nan(y))
+                if len(a) != len(b) or not all(x == y or (is_nan(x) and is_nan(y))
                                                for x, y in zip(a, b)):
-                    raise _refuse(use.path, use.est, f"encodes column {src!r} with other "
+                    raise refuse(use.path, use.est, f"encodes column {src!r} with other "
                                   f"categories than step {other.path!r} does")
             else:
                 cats[src] = (use, j)
     for c in outs:
         if c.kind == "ind" and c.source in cats:
-            raise _refuse("", pre, f"add a missing-value indicator of the categorical column "
+            raise refuse("", pre, f"add a missing-value indicator of the categorical column "
                           f"{c.source!r} (SimpleImputer(add_indicator=True))")
     cols = {s: [k for k, c in enumerate(outs) if c.source == s] for s in cats}
     base = {r: (cats[r][0].est.categories_[cats[r][1]][0] if r in cats else 1.0)
@@ -427,10 +200,10 @@ def _map(pre, raw: list[str]):
         at += n
         moved = ~_same(rows, out[0][None]).all(axis=0)
         if set(np.flatnonzero(moved)) - set(cols[s]):
-            raise _refuse("", pre, f"mix column {s!r} into others")
+            raise refuse("", pre, f"mix column {s!r} into others")
         codes[s] = rows[:, cols[s]]
         if not np.isfinite(codes[s]).all():
-            raise _refuse("", pre, f"encode a category of column {s!r} as NaN")
+            raise refuse("", pre, f"encode a category of column {s!r} as NaN")
     accepted = [s for s in order if cols[s] and not any(
         u.checked for u in tracer.uses if s in u.sources)]
     unseen_codes = {}
