@@ -142,3 +142,31 @@ def test_the_feature_ranking_keeps_names_with_an_equals_sign_whole():
     res = faux.audit(Proxy(), X, c, aux_epochs=2, progress=False)
     assert set(res.feature_ranking) == {"ratio=a/b", "score=1", "x2", "x3"}
     assert next(iter(res.feature_ranking)) == "ratio=a/b"
+
+
+def test_text_categories_that_look_like_numbers_read_alike_from_csv_and_parquet(tmp_path,
+                                                                               capsys):
+    """Codes "01", "02", "10" of a Pipeline's encoder: a CSV reader would make them 1, 2, 10
+    (then refused as unseen); they are kept as text, and the audit equals Parquet's."""
+    import skops.io as sio
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    X, c = proxy_world(400)
+    X["code"] = np.random.default_rng(0).choice(["01", "02", "10"], len(X))
+    y = (X.x1 + (X.code == "10") + X.proxy > 1).astype(int)
+    pipe = Pipeline([("pre", ColumnTransformer([("cat", OneHotEncoder(), ["code"])],
+                                               remainder="passthrough")),
+                     ("lr", LogisticRegression())]).fit(X, y)
+    sio.dump(pipe, tmp_path / "m.skops")
+    frame = X.assign(gender=np.array(["f", "m"])[c])
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    frame.to_parquet(tmp_path / "d.parquet", index=False)
+    for name in ("d.csv", "d.parquet"):
+        rc, err = run(capsys, "--model", tmp_path / "m.skops", "--data", tmp_path / name,
+                      "--protected", "gender", "--out", tmp_path / f"out_{name}")
+        assert rc == 0, err
+    assert ((tmp_path / "out_d.csv" / "scores.parquet").read_bytes()
+            == (tmp_path / "out_d.parquet" / "scores.parquet").read_bytes())

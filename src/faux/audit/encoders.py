@@ -70,6 +70,13 @@ class Encoded:
     unseen_as: dict = field(default_factory=dict)  # raw column -> how an accepted unseen
     #                                                value is encoded (words)
 
+    @property
+    def text_columns(self) -> list[str]:
+        """The raw columns an encoder knows as text categories: a CSV reader must keep them
+        as text ("01" stays "01", not the number 1)."""
+        return sorted({src for use in self.uses for j, src in enumerate(use.sources)
+                       if any(isinstance(v, str) for v in use.est.categories_[j])})
+
 
 def split(model) -> Encoded | None:
     """The split of ``model`` when it is a fitted Pipeline that starts with encoders of
@@ -316,7 +323,7 @@ class EncodedSource(Source):
             return
         if isinstance(raw, FileSource):
             start = 0
-            for rb in raw._record_batches(want, [], batch_size):
+            for rb in raw._record_batches(want, [], batch_size, text=self.enc.text_columns):
                 frame = rb.to_pandas()
                 yield start, frame, {}
                 start += len(frame)

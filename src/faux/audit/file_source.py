@@ -50,7 +50,9 @@ class FileSource(Source):
         if self.n_rows == 0:
             raise DataError(f"data file {self.path} has no rows")
 
-    def _record_batches(self, columns, features, batch_size):
+    def _record_batches(self, columns, features, batch_size, text=()):
+        """The file's record batches of ``columns``: ``features`` read as float64 and, from a
+        CSV, ``text`` as strings (else pyarrow infers each column's type)."""
         import pyarrow as pa
 
         if self.parquet:
@@ -62,7 +64,7 @@ class FileSource(Source):
             return
         import pyarrow.csv as pcsv
 
-        types = {c: pa.float64() for c in features}
+        types = {c: pa.float64() for c in features} | {c: pa.string() for c in text}
         reader = pcsv.open_csv(
             self.path, read_options=pcsv.ReadOptions(block_size=1 << 22),
             convert_options=pcsv.ConvertOptions(include_columns=[c for c in columns if c],
