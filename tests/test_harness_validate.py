@@ -167,6 +167,8 @@ def _bad_values(rule) -> list:
     """Values the rule must refuse: text, a bool (for numbers), null (unless allowed), the
     integers' float form, and the first value past each bound."""
     out = ["abc"] + ([None] if not rule.nullable else [])
+    if rule.kind == "choice":
+        return out + [1, True, rule.words[0].upper()]
     if rule.kind == "bool":
         return out + [0, 1]
     out += [True, float("nan"), float("inf")]
@@ -298,6 +300,17 @@ def test_run_refuses_a_bad_value_in_one_line_before_any_work(tmp_path, override,
     assert r.returncode == 2, r.stderr[-3000:]
     assert r.stderr.strip().splitlines() == [line]
     assert _nothing_written(tmp_path) == []        # no run folder, no cache entry
+
+
+def test_sweep_refuses_an_unknown_method_before_the_first_job(tmp_path):
+    """`method=fta,nope` ran fta, then failed in the second job."""
+    sweep = tmp_path / "sweep"
+    r = _run(tmp_path, "-m", "experiment=table1", "profile=tiny", "column=Synthetic-1",
+             "method=fta,nope", f"hydra.sweep.dir={sweep}")
+    assert r.returncode == 2, r.stderr[-3000:]
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("error: method=nope: expected one of fta, ")
+    assert _nothing_written(tmp_path) == []
 
 
 def test_sweep_refuses_a_bad_swept_value_before_the_first_job(tmp_path):

@@ -327,14 +327,17 @@ class Cache:
             return {}
         return meta if isinstance(meta, dict) else {}
 
-    def _try_read(self, kind: str, path: Path, loads: Callable[[bytes], Any]) -> tuple[bool, Any]:
+    def _try_read(self, kind: str, path: Path, loads: Callable[[bytes], Any],
+                  warn: bool = True) -> tuple[bool, Any]:
         if not path.exists():
             return False, None
         try:
             obj = self._read(path, loads)
         except Exception as exc:  # corrupt, truncated, hostile, or not loadable any more
-            log.warning("cache entry %s is corrupt or not plain data (%s: %s); rebuilding", path,
-                        type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+            if warn:
+                log.warning("cache entry %s is corrupt or not plain data (%s: %s); rebuilding",
+                            path, type(exc).__name__,
+                            str(exc).splitlines()[0] if str(exc) else "")
             return False, None
         self.hits += 1
         log.info("cache hit: %s %s", kind, path.name)
@@ -352,8 +355,9 @@ class Cache:
         found, obj = self._try_read(kind, path, loads)
         if found:
             return obj
+        said = path.exists()  # a damaged entry: warned about once, above
         with _flock(self.root / "locks" / "entries" / f"{kind}-{path.stem}.lock"):
-            found, obj = self._try_read(kind, path, loads)  # built while we waited?
+            found, obj = self._try_read(kind, path, loads, warn=not said)  # built meanwhile?
             if found:
                 return obj
             log.info("cache miss: %s %s; building", kind, path.name)

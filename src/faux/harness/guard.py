@@ -31,7 +31,7 @@ SWEEP_LOCK = ".sweep.lock"
 _SWEEP: dict = {}
 
 #: the top-level config keys ``faux.harness.validate.RULES`` reads
-_CHECKED = ("seed", "gan_seed", "draw", "profile", "reading", "synthetic", "model", "real_study",
+_CHECKED = ("method", "seed", "gan_seed", "draw", "profile", "reading", "synthetic", "model", "real_study",
             "fig8")
 
 

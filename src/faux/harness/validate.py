@@ -1,4 +1,5 @@
-"""The harness's numeric overrides, checked in one line before any work.
+"""The harness's numeric overrides (and the method's name), checked in one line before any
+work.
 
 :data:`RULES` is one table: a config key (``*`` matches one level: every model, every
 dataset of ``synthetic.generators``) and what its value must be. :func:`check` walks a resolved
@@ -29,6 +30,7 @@ import math
 from dataclasses import dataclass
 
 from faux.errors import ConfigError
+from faux.methods.registry import names as registry_names
 
 #: the largest seed: ``lightning.seed_everything`` (numpy) takes seeds in [0, 2**32 - 1]
 MAX_SEED = 2**32 - 1
@@ -38,7 +40,7 @@ MAX_SEED = 2**32 - 1
 class Rule:
     """What one config value must be: an int, a float (ints accepted) or a bool, within
     ``[lo, hi]`` (``lo_open`` / ``hi_open``: the bound itself excluded), one of ``words``, or
-    null when ``nullable``."""
+    null when ``nullable``; a ``choice`` is one of ``words`` only."""
 
     kind: str
     lo: float | None = None
@@ -49,6 +51,8 @@ class Rule:
     words: tuple[str, ...] = ()                 # text values allowed besides numbers
 
     def expected(self) -> str:
+        if self.kind == "choice":
+            return f"expected one of {', '.join(self.words)}"
         if self.kind == "bool":
             text = "true or false"
         else:
@@ -70,6 +74,8 @@ class Rule:
             return self.nullable
         if isinstance(value, str) and value in self.words:
             return True
+        if self.kind == "choice":
+            return False
         if self.kind == "bool":
             return isinstance(value, bool)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -104,6 +110,7 @@ FLAG = Rule("bool")
 #: every numeric harness key and its rule, checked in this order
 RULES: dict[str, Rule] = {
     # job identity
+    "method": Rule("choice", words=registry_names()),
     "seed": SEED,
     "gan_seed": SEED,
     "draw": Rule("int", 0),
