@@ -170,3 +170,30 @@ def test_text_categories_that_look_like_numbers_read_alike_from_csv_and_parquet(
         assert rc == 0, err
     assert ((tmp_path / "out_d.csv" / "scores.parquet").read_bytes()
             == (tmp_path / "out_d.parquet" / "scores.parquet").read_bytes())
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_missing_categories_in_a_file_read_as_the_same_frame_in_memory(tmp_path, kind):
+    """An encoder fitted with NaN as a category: a file's null (None once read) is that
+    missing value, as NaN is in memory (scikit-learn would encode None as never seen)."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    X, c = proxy_world(400)
+    job = np.random.default_rng(0).choice(["a", "b", None], len(X)).astype(object)
+    X["job"] = np.where(job == None, np.nan, job)  # noqa: E711 (elementwise)
+    y = (X.x1 + (X.job == "a") + X.proxy > 1).astype(int)
+    pipe = Pipeline([("pre", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"),
+                                                 ["job"])], remainder="passthrough")),
+                     ("lr", LogisticRegression())]).fit(X, y)
+    frame = X.assign(gender=np.array(["f", "m"])[c])
+    path = tmp_path / f"d.{kind}"
+    getattr(frame, f"to_{kind}")(path, index=False)
+    kw = dict(aux_epochs=2, progress=False)
+    from_file = faux.audit(pipe, data=path, protected="gender", **kw)
+    in_memory = faux.audit(pipe, X, c, **kw)
+    cols = ["p", "p_cf", "effect", "flagged"]
+    assert not any("never saw" in w for w in from_file.warnings)
+    assert from_file.scores[cols].equals(in_memory.scores[cols])

@@ -323,8 +323,11 @@ class EncodedSource(Source):
             return
         if isinstance(raw, FileSource):
             start = 0
-            for rb in raw._record_batches(want, [], batch_size, text=self.enc.text_columns):
+            text = self.enc.text_columns
+            for rb in raw._record_batches(want, [], batch_size, text=text):
                 frame = rb.to_pandas()
+                for col in text:  # a file's null is a missing value, as NaN is in memory
+                    frame[col] = frame[col].astype(object).where(frame[col].notna(), np.nan)
                 yield start, frame, {}
                 start += len(frame)
             return

@@ -52,7 +52,8 @@ class FileSource(Source):
 
     def _record_batches(self, columns, features, batch_size, text=()):
         """The file's record batches of ``columns``: ``features`` read as float64 and, from a
-        CSV, ``text`` as strings (else pyarrow infers each column's type)."""
+        CSV, ``text`` as strings, a blank cell (or NA, NaN, null) a missing value as pandas
+        reads it (else pyarrow infers each column's type)."""
         import pyarrow as pa
 
         if self.parquet:
@@ -68,7 +69,8 @@ class FileSource(Source):
         reader = pcsv.open_csv(
             self.path, read_options=pcsv.ReadOptions(block_size=1 << 22),
             convert_options=pcsv.ConvertOptions(include_columns=[c for c in columns if c],
-                                                column_types=types))
+                                                column_types=types,
+                                                strings_can_be_null=bool(text)))
         for rb in reader:
             for s in range(0, rb.num_rows, batch_size):
                 yield rb.slice(s, batch_size)
