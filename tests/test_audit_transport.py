@@ -1,0 +1,121 @@
+"""The transport counterfactual (faux.audit.transport) on closed-form worlds: an additive-noise
+chain whose exact counterfactual is known row by row, features that c does not cause, a
+categorical descendant, and the null transports."""
+
+import numpy as np
+import pytest
+
+from faux.audit import transport as tp
+from faux.audit.layout import Block, Layout
+
+
+def _chain(n=6000, seed=0):
+    """c -> a -> b (additive noise), u and x independent of c; each row's exact
+    counterfactual under do(c := 1 - c) from the same noise."""
+    rng = np.random.default_rng(seed)
+    c = rng.integers(0, 2, n)
+    u, x, e_a, e_b = rng.normal(size=(4, n))
+
+    def rows(c):
+        a = 1.2 * c + 0.5 * u + e_a
+        b = 0.8 * a - 0.3 * x + 0.5 * e_b
+        return np.column_stack([u, x, a, b])
+
+    return rows(c), rows(1 - c), c
+
+
+def test_an_additive_noise_chain_is_carried_to_its_exact_counterfactual():
+    X, X_cf, c = _chain()
+    t = tp.fit_transport(X, c, 2, tp.features_of(4, names=["u", "x", "a", "b"]))
+    assert [t.features[i].name for i in t.fixed] == ["u", "x"]
+    assert [t.features[i].name for i in t.moved] == ["a", "b"]  # the chain's order
+    out = t.transport(X, c, 1 - c)
+    err = np.abs(out.x - X_cf).mean(axis=0)
+    assert err[0] == err[1] == 0                     # held fixed, bit for bit
+    assert err[2] < 0.03 and err[3] < 0.03           # against moves of 1.2 and 0.96
+    assert out.moved.all()
+
+
+def test_a_row_carried_to_its_own_group_stays_as_it_is():
+    X, _, c = _chain(2000)
+    t = tp.fit_transport(X, c, 2, tp.features_of(4))
+    out = t.transport(X, c, c)
+    assert np.array_equal(out.x, X) and not out.moved.any()
+
+
+def test_null_transports_hold_the_same_features_and_move_the_rest_by_noise_only():
+    X, X_cf, c = _chain(4000)
+    t = tp.fit_transport(X, c, 2, tp.features_of(4))
+    (null,) = tp.null_transports(t, X, c, 1, seed=0)
+    assert null.fixed == t.fixed and null.moved == t.moved
+    move = np.abs(null.transport(X, c, 1 - c).x - X).mean(axis=0)
+    true = np.abs(X_cf - X).mean(axis=0)
+    assert move[0] == move[1] == 0
+    assert (move[2:] < 0.1 * true[2:]).all()
+
+
+def test_a_categorical_descendant_moves_as_a_category_and_keeps_its_position():
+    """job in {a, b, c} one-hot: group 1 has more 'b', group 0 more 'a'; 'c' is as common in
+    both. A row of 'c' keeps it; an 'a' of group 0 becomes the 'b' group 1 has in excess."""
+    rng = np.random.default_rng(1)
+    n = 6000
+    g = rng.integers(0, 2, n)
+    probs = np.where(g[:, None] == 0, [0.6, 0.1, 0.3], [0.1, 0.6, 0.3])
+    lev = np.array([rng.choice(3, p=p) for p in probs])
+    x_other = rng.normal(size=n)
+    X = np.column_stack([np.eye(3)[lev], x_other])
+    layout = Layout(4, (Block("job", (0, 1, 2), ("a", "b", "c")),), (3,))
+    feats = tp.features_of(4, layout, ["job=a", "job=b", "job=c", "x"])
+    t = tp.fit_transport(X, g, 2, feats)
+    assert [t.features[i].name for i in t.moved] == ["job"]
+    out = t.transport(X, g, 1 - g).x
+    new = out[:, :3].argmax(axis=1)
+    assert set(np.unique(out[:, :3])) <= {0.0, 1.0} and (out[:, :3].sum(axis=1) == 1).all()
+    assert (new[lev == 2] == 2).all()                        # as common in both: kept
+    assert (new[(lev == 0) & (g == 0)] == 1).all()           # a -> the b group 1 has in excess
+    assert (new[(lev == 1) & (g == 1)] == 0).all()
+    assert np.array_equal(out[:, 3], x_other)
+
+
+def test_the_coupling_keeps_a_level_the_other_group_has_at_least_half_as_often():
+    p = np.array([[0.5, 0.3, 0.2], [0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])
+    q = np.array([[0.3, 0.2, 0.5], [0.2, 0.3, 0.5], [0.1, 0.6, 0.3]])
+    cur = np.array([0, 0, 2])
+    # 0.3 >= 0.25 keeps; 0.2 < 0.25 moves to the largest excess (level 2); 0.3 < 0.4 moves
+    assert tp._coupled(cur, p, q).tolist() == [0, 2, 1]
+
+
+def test_holm_rejects_in_step_down_order():
+    p = np.array([0.001, 0.04, 0.012, 0.9])
+    assert tp._holm(p, 0.05).tolist() == [True, False, True, False]
+    assert tp._holm(p, 0.001).tolist() == [False, False, False, False]
+
+
+def test_three_groups_are_carried_to_the_one_asked_for():
+    rng = np.random.default_rng(2)
+    n = 6000
+    g = rng.integers(0, 3, n)
+    e, u = rng.normal(size=(2, n))
+    shift = np.array([0.0, 1.0, -1.5])
+    X = np.column_stack([u, shift[g] + 0.4 * u + e])
+    t = tp.fit_transport(X, g, 3, tp.features_of(2))
+    to = np.full(n, 2)
+    out = t.transport(X, g, to).x
+    want = shift[2] + 0.4 * u + e
+    assert np.abs(out[:, 1] - want).mean() < 0.05 and np.array_equal(out[:, 0], u)
+
+
+@pytest.mark.parametrize("kind", ["same noise", "wider noise in group 1"])
+def test_residuals_are_carried_as_they_are_unless_the_groups_noise_differs(kind):
+    rng = np.random.default_rng(3)
+    n = 8000
+    g = rng.integers(0, 2, n)
+    z = rng.normal(size=n)
+    sd = np.where(g == 1, 2.0, 1.0) if kind != "same noise" else np.ones(n)
+    X = np.column_stack([0.5 * g + sd * z])
+    t = tp.fit_transport(X, g, 2, tp.features_of(1))
+    out = t.transport(X, g, 1 - g).x[:, 0]
+    sd_to = np.where(g == 0, 2.0, 1.0) if kind != "same noise" else np.ones(n)
+    want = 0.5 * (1 - g) + sd_to * z        # the same rank in the other group
+    assert (t.fits[0].resid is None) == (kind == "same noise")
+    assert np.abs(out - want).mean() < 0.1
