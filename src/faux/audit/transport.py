@@ -302,6 +302,44 @@ def _order(features, fixed, dependent, x, g, k, mean, scale) -> list[int]:
     return sorted(dependent, key=lambda i: -gain[i])
 
 
+def _unexplained(f: Feature, x, s, g, k) -> float:
+    """The share of feature ``f`` a linear model on ``c`` and ``s`` leaves unexplained:
+    1 - R² (continuous), the cross-entropy over the entropy of its levels (categorical)."""
+    if f.categorical:
+        lev = f.levels_of(x)
+        fit = _fit_categorical(lev, s, g, k)
+        if fit is None:
+            return 0.0
+        n = len(f.codes)
+        ce = -np.log(fit.proba(s, g, k, n)[np.arange(len(lev)), lev] + 1e-12).mean()
+        share = np.bincount(lev, minlength=n) / len(lev)
+        h = -(share[share > 0] * np.log(share[share > 0])).sum()
+        return float(ce / h) if h > 0 else 0.0
+    y = x[:, f.columns[0]]
+    var = y.var()
+    if var == 0:
+        return 0.0
+    r = y - _fit_continuous(y, s, g, k, interact=False).predict(s, g, k)
+    return float(r.var() / var)
+
+
+def _order_sinks_last(features, fixed, dependent, x, g, k, mean, scale) -> list[int]:
+    """``dependent`` ordered from the feature the others explain least to the one they
+    explain best (given ``c``, the fixed features and the other dependent ones): a feature
+    that is nearly a function of the others (``relationship`` of ``sex`` and
+    ``marital-status``) comes after them."""
+    z = (x - mean) / scale
+    left = {}
+    for i in dependent:
+        cols = [j for m in fixed + dependent if m != i for j in features[m].columns]
+        left[i] = _unexplained(features[i], x, z[:, cols], g, k)
+    return sorted(dependent, key=lambda i: -left[i])
+
+
+ORDERS = {"c_gain": _order, "sinks_last": _order_sinks_last}
+ORDER = "c_gain"
+
+
 def fit_transport(x: np.ndarray, g: np.ndarray, k: int, features: list[Feature], *,
                   alpha: float = ALPHA, fixed=None, order=None) -> Transport:
     """The transport of rows ``x`` (groups ``g`` in ``0..k-1``) between the groups.
@@ -316,7 +354,7 @@ def fit_transport(x: np.ndarray, g: np.ndarray, k: int, features: list[Feature],
     if fixed is None:
         dependent = np.flatnonzero(_holm(pvalues, alpha)).tolist()
         fixed = [i for i in range(len(features)) if i not in dependent]
-        order = _order(features, fixed, dependent, x, g, k, mean, scale)
+        order = ORDERS[ORDER](features, fixed, dependent, x, g, k, mean, scale)
     t = Transport(features, k, list(fixed), list(order), pvalues, mean, scale)
     for pos, i in enumerate(t.moved):
         f, s = features[i], t._inputs(x, pos)

@@ -1,0 +1,251 @@
+"""The effect verdict by transport (``faux.audit.transport``): per protected attribute, each
+row carried to the other group keeping who the person is, and the model's decision at the
+row against its decision at the carried row.
+
+Fitted on the audit's sample: ``refits`` transports (the first on the sample, the others on
+bootstrap resamples of it; their spread is the effect's interval) and ``nulls`` families of
+as many transports fitted with the attribute permuted (c-blind: they hold fixed what the
+real ones hold fixed and move the rest by estimation noise alone). A row is flagged when its
+decision changes under every refit (with ``materiality`` δ: ``|p_cf - p| >= δ`` with one
+sign). From the nulls, measured on the sample:
+
+- the expected false flags: each null family's flagged sample rows, scaled to all rows, with
+  their mean and a 95 % interval (a negative binomial with the nulls' mean and dispersion);
+- the model-level test: the flagged sample rows against the nulls' counts under that same
+  distribution (its resolution is not limited by the number of nulls), beside the rank of
+  the observed count among them;
+- each row's p-value: the share of the pooled null |effects| at or above its |effect|.
+
+A categorical attribute with more than two groups is carried to each other group; a row's
+effect is the one of largest size.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+from faux.audit import transport as tp
+
+N_ROWS = 50  # flagged rows described per attribute (the largest |effect| first)
+COLUMNS = ("p_cf", "effect", "effect_lo", "effect_hi", "decision_changes", "off_support",
+           "unreachable", "p_value")
+
+
+def _verdict(p, p_cf, threshold, materiality):
+    from faux.audit.effects import verdict
+
+    return verdict(p, p_cf, threshold, materiality)
+
+
+def count_test(observed: int, null_counts) -> dict:
+    """How unusual ``observed`` flags are among ``null_counts``: a negative binomial with the
+    nulls' mean (one added count, so that all-zero nulls still give a rate) and their
+    dispersion (at least Poisson's); its upper-tail p-value and the 95 % interval of a null
+    count."""
+    from scipy import stats
+
+    c = np.asarray(null_counts, dtype=float)
+    mean = (c.sum() + 1.0) / len(c)
+    var = max(float(c.var(ddof=1)) if len(c) > 1 else 0.0, mean)
+    if var > mean * (1 + 1e-9):
+        n_nb = mean * mean / (var - mean)
+        dist = stats.nbinom(n_nb, n_nb / (n_nb + mean))
+    else:
+        dist = stats.poisson(mean)
+    p = float(dist.sf(observed - 1)) if observed > 0 else 1.0
+    lo, hi = dist.ppf(0.025), dist.ppf(0.975)
+    rank_p = (1 + int((c >= observed).sum())) / (1 + len(c))
+    return {"p_value": p, "rank_p": rank_p, "null_mean": float(c.mean()),
+            "interval": [float(lo), float(hi)]}
+
+
+class TransportPass:
+    """One protected attribute's effects by transport: fitted on the sample, then fed every
+    batch (the interface of ``faux.audit.effect_pass.EffectPass``)."""
+
+    def __init__(self, name, info, sc, sample_c, feats, *, settings, proba, primary: bool,
+                 batch_size: int, layout=None, refits: int = 3, nulls: int = 10,
+                 seed: int = 0):
+        if info.kind == "continuous":
+            raise ValueError("transport needs groups: a binary or categorical attribute")
+        self.name, self.info, self.kind = name, info, info.kind
+        self.st, self.proba, self.primary = settings, proba, primary
+        self.feats = list(feats)
+        self.k = len(info.levels)
+        self.sample_rows, self.n_sample = sc.sample_rows, len(sc.x)
+        self.features = tp.features_of(sc.x.shape[1], layout, feats)
+        x, g = np.asarray(sc.x, dtype=np.float64), info.index(sample_c)
+        rng = np.random.default_rng(seed)
+        first = tp.fit_transport(x, g, self.k, self.features)
+        self.transports = [first] + [self._refit(first, x, g, rng.integers(len(x), size=len(x)))
+                                     for _ in range(refits - 1)]
+        self.lo = x.min(axis=0) - 1e-9
+        self.hi = x.max(axis=0) + 1e-9
+        self.null_counts, null_dp = [], []
+        p0 = None
+        for _ in range(nulls):
+            perm = rng.permutation(g)
+            fam = [self._refit(first, x, perm, rng.integers(len(x), size=len(x)) if i else None)
+                   for i in range(refits)]
+            p0, p_cf, _ = self._effects(fam, x, g, p0)
+            v = _verdict(p0, p_cf, settings.decision_threshold, settings.materiality)
+            self.null_counts.append(int(v["flagged"].sum()))
+            null_dp.append(p_cf - p0[None])
+        self.pool = np.sort(np.abs(np.concatenate(null_dp).reshape(-1))) if null_dp else \
+            np.zeros(0)
+        self.s_flag = np.zeros(self.n_sample, dtype=bool)
+        self.n = self.n_flag = self.n_change = self.n_off = 0
+        self.abs_sum = 0.0
+        self.top: list = []
+
+    @staticmethod
+    def _refit(first, x, g, rows):
+        rows = slice(None) if rows is None else rows
+        return tp.fit_transport(x[rows], g[rows], first.k, first.features, fixed=first.fixed,
+                                order=first.moved)
+
+    def _targets(self, g):
+        """Per other group: the rows' target group (binary: the other one)."""
+        if self.k == 2:
+            return [1 - g]
+        return [np.full_like(g, h) for h in range(self.k)]
+
+    def _effects(self, transports, x, g, p=None):
+        """The model at rows ``x`` (``p``, computed unless given) and at their transports
+        (``p_cf``: (refits, n), the target group of largest median |effect| per row), and
+        the transported rows of the first refit."""
+        n = len(x)
+        best_cf, best_x = None, None
+        for g_to in self._targets(g):
+            outs = [t.transport(x, g, g_to) for t in transports]
+            calls = [x] if p is None else []
+            vals = self.proba(np.concatenate(calls + [o.x for o in outs]))
+            if p is None:
+                p, vals = vals[:n], vals[n:]
+            p_cf = vals.reshape(len(transports), n)
+            p_cf = np.where((g_to == g)[None], p[None], p_cf)
+            if best_cf is None:
+                best_cf, best_x = p_cf, outs[0]
+                continue
+            bigger = np.abs(np.median(p_cf - p[None], axis=0)) > np.abs(
+                np.median(best_cf - p[None], axis=0))
+            best_cf = np.where(bigger[None], p_cf, best_cf)
+            best_x.x[bigger] = outs[0].x[bigger]
+            best_x.moved[bigger] = outs[0].moved[bigger]
+        return p, best_cf, best_x
+
+    def suffix(self, col: str) -> str:
+        return col if self.primary else f"{col}:{self.name}"
+
+    def batch(self, b) -> tuple[np.ndarray, dict]:
+        """The flags and the score columns of a batch."""
+        st = self.st
+        c_raw = b.cs[self.name] if b.cs is not None else b.c
+        g = self.info.index(c_raw)
+        p, p_cf, moved = self._effects(self.transports, np.asarray(b.x, np.float64), g)
+        v = _verdict(p, p_cf, st.decision_threshold, st.materiality)
+        thr = st.decision_threshold
+        changes = ((p_cf >= thr) != (p >= thr)[None]).all(axis=0)
+        a = np.abs(v["effect"])
+        pval = (1 + len(self.pool) - np.searchsorted(self.pool, a, side="left")) / (
+            1 + len(self.pool))
+        off = ((moved.x < self.lo) | (moved.x > self.hi)).any(axis=1)
+        cols = {"p_cf": p + v["effect"], "effect": v["effect"], "effect_lo": v["effect_lo"],
+                "effect_hi": v["effect_hi"], "decision_changes": changes, "off_support": off,
+                "unreachable": np.zeros(len(p), dtype=bool), "p_value": pval}
+        out = {self.suffix(k): cols[k] for k in COLUMNS}
+        if self.primary:
+            out = {"p": p, **out}
+        else:
+            out[self.suffix("flagged")] = v["flagged"]
+        self._count(b, p, cols, v["flagged"], moved, c_raw)
+        return v["flagged"], out
+
+    def _count(self, b, p, cols, flagged, moved, c_raw):
+        ids = b.start + np.arange(len(flagged))
+        pos = np.minimum(np.searchsorted(self.sample_rows, ids), len(self.sample_rows) - 1)
+        hit = self.sample_rows[pos] == ids
+        self.s_flag[pos[hit]] = flagged[hit]
+        self.n += len(flagged)
+        self.n_flag += int(flagged.sum())
+        self.n_change += int(cols["decision_changes"].sum())
+        self.n_off += int(cols["off_support"].sum())
+        self.abs_sum += float(np.abs(cols["effect"]).sum())
+        cand = np.flatnonzero(flagged)
+        if len(cand) > N_ROWS:
+            cand = cand[np.argpartition(-np.abs(cols["effect"][cand]), N_ROWS)[:N_ROWS]]
+        for i in cand:
+            key = (float(abs(cols["effect"][i])), -int(ids[i]))
+            if len(self.top) >= N_ROWS and key <= self.top[0][:2]:
+                continue
+            item = (*key, self._record(b, i, p, cols, moved, c_raw))
+            if len(self.top) < N_ROWS:
+                heapq.heappush(self.top, item)
+            else:
+                heapq.heapreplace(self.top, item)
+
+    def _moved_words(self, x_row, cf_row, moved_row) -> list[str]:
+        out = []
+        for pos, i in enumerate(self.transports[0].moved):
+            if not moved_row[pos]:
+                continue
+            f = self.features[i]
+            if f.categorical:
+                a = f.levels_of(x_row[None])[0]
+                b = f.levels_of(cf_row[None])[0]
+                out.append(f"{f.name}: level {a} → level {b}")
+            else:
+                j = f.columns[0]
+                out.append(f"{f.name}: {x_row[j]:.4g} → {cf_row[j]:.4g}")
+        return out
+
+    def _record(self, b, i, p, cols, moved, c_raw) -> dict:
+        own = self.info.group_labels(np.asarray([c_raw[i]]))[0]
+        rec = {"row_id": int(b.start + i), "group": str(own), "p": float(p[i]),
+               "p_cf": float(cols["p_cf"][i]), "effect": float(cols["effect"][i]),
+               "interval": [float(cols["effect_lo"][i]), float(cols["effect_hi"][i])],
+               "decision_changes": bool(cols["decision_changes"][i]),
+               "off_support": bool(cols["off_support"][i]), "unreachable": False,
+               "p_value": float(cols["p_value"][i]),
+               "moved": self._moved_words(b.x[i], moved.x[i], moved.moved[i])}
+        rec["text"] = (f"the same person in the other {self.name} group: predicted probability "
+                       f"{rec['p']:.2f} → {rec['p_cf']:.2f} ({rec['effect']:+.2f}, "
+                       f"[{rec['interval'][0]:+.2f}, {rec['interval'][1]:+.2f}] over "
+                       f"{len(self.transports)} fits)")
+        return rec
+
+    def finish(self, n_rows: int) -> dict:
+        """summary["effects"][attribute]."""
+        t = self.transports[0]
+        observed = int(self.s_flag.sum())
+        test = count_test(observed, self.null_counts)
+        scale = n_rows / max(self.n_sample, 1)
+        lo, hi = test["interval"]
+        ef = {"count": test["null_mean"] * scale, "interval": [lo * scale, hi * scale],
+              "null_rows_flagged": self.null_counts, "sample_rows": int(self.n_sample),
+              "text": (f"under {len(self.null_counts)} c-blind transports (fitted with "
+                       f"{self.name} permuted), {test['null_mean']:.1f} of the "
+                       f"{self.n_sample:,} sample rows are flagged on average (95 % "
+                       f"interval {lo:.0f}–{hi:.0f}); scaled to the {n_rows:,} rows: about "
+                       f"{test['null_mean'] * scale:.1f}")}
+        rows = [r[2] for r in sorted(self.top, key=lambda r: (-r[0], -r[1]))]
+        model_test = {"statistic": observed, "null_statistics": self.null_counts,
+                      "p_value": test["p_value"], "rank_p": test["rank_p"],
+                      "resolution": None, "wilcoxon_p": math.nan, "rows": int(self.n_sample),
+                      "text": (f"{observed} of the {self.n_sample:,} sample rows flagged "
+                               f"against {test['null_mean']:.1f} on average under "
+                               f"{len(self.null_counts)} c-blind transports: p = "
+                               f"{test['p_value']:.3g} (negative binomial); rank p = "
+                               f"{test['rank_p']:.3g}")}
+        return {"attribute": self.name, "kind": self.kind, "counterfactual": "transport",
+                "rows_scored": self.n, "flagged": self.n_flag,
+                "rate": self.n_flag / max(self.n, 1), "decision_changes": self.n_change,
+                "off_support": self.n_off, "unreachable": 0,
+                "mean_abs_effect": self.abs_sum / max(self.n, 1),
+                "fits": len(self.transports),
+                "held_fixed": [t.features[i].name for i in t.fixed],
+                "moved": [t.features[i].name for i in t.moved],
+                "model_test": model_test, "expected_false_flags": ef, "rows": rows}
