@@ -156,7 +156,8 @@ def test_the_settings_defaults_are_written_once():
                                       "s"])
     flags = {"alpha", "null_permutations", "verdict", "decision_threshold", "materiality",
              "steps", "threshold", "fail_above", "max_flagged_rate", "aux", "aux_seeds",
-             "min_cell", "sample", "batch_size", "aux_epochs", "fd_step", "seed"}
+             "min_cell", "sample", "batch_size", "aux_epochs", "fd_step", "seed", "task",
+             "positive_label"}
     for name in flags:
         assert getattr(args, name) == getattr(DEFAULTS, name), name
     assert args.protected_type == [DEFAULTS.protected_type]

@@ -40,9 +40,10 @@ def labelled(tmp_path_factory):
     X.assign(sex=sex, race=race, income=np.where(y == 1, ">50K", "<=50K")).to_csv(data,
                                                                                index=False)
     out = data.parent / "out"
+    # a function does not state its classes: the positive label is named, never guessed
     res = faux.audit(_model, data=data, protected=["sex", "race"], label="income",
-                     aux_epochs=2, aux_seeds=2, null_permutations=2, sample=400,
-                     progress=False, out_dir=out)
+                     positive_label=">50K", aux_epochs=2, aux_seeds=2, null_permutations=2,
+                     sample=400, progress=False, out_dir=out)
     return res, X, sex, race, y, data, out
 
 

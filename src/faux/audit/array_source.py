@@ -50,6 +50,7 @@ class ArraySource(Source):
     DataFrame of several protected attributes (one column each)."""
 
     def __init__(self, X, c, y=None, name: str = "data"):
+        self.named = isinstance(X, pd.DataFrame)  # an array's columns have no names of its own
         if isinstance(X, pd.DataFrame):
             self.frame = X.copy(deep=False)  # the caller's frame and its labels stay as they are
         else:

@@ -12,9 +12,12 @@ Parameters
 ----------
 model : torch.nn.Module, estimator, callable or path
     The model under test: a torch module returning logits, a fitted scikit-learn-like
-    classifier (a ``Pipeline`` that encodes its own string columns is audited after its
-    encoders), a function ``x -> probability``, or a model file (TorchScript,
-    torch.export, ONNX, LightGBM, skops, pickle; see ``faux.audit.models``).
+    classifier or regressor (a ``Pipeline`` that encodes its own string columns is audited
+    after its encoders), a function ``x -> probability``, or a model file (TorchScript,
+    torch.export, ONNX, LightGBM, skops, pickle; see ``faux.audit.models``). A model that
+    stores the columns it was fitted on (scikit-learn's ``feature_names_in_``, a LightGBM
+    Booster's ``feature_name()`` other than ``Column_0, ...``) is fed them by name: the
+    data's column order does not matter, and a column it lacks is refused.
 X : pandas.DataFrame or array, optional
     In-memory data: the features (and, when ``c`` or ``y`` name columns, those columns).
 c : array, str, list of str or DataFrame, optional
@@ -33,7 +36,9 @@ label : str, optional
     With ``data``: the label column (as ``y``).
 features : list of str, optional
     The model's input columns, in order (default: every column except the protected
-    and label columns). Leave out for a Pipeline that reads its own columns.
+    and label columns; for a model that stores its feature names, those names). Leave
+    out for a Pipeline that reads its own columns; for a model with stored names they
+    must be those names (refused otherwise).
 methods : list of str, optional
     Scorers (default ``faux.audit.methods.default_methods()``); the first one decides
     ``flagged`` under ``verdict="score"``; diagnostic columns otherwise.
@@ -113,15 +118,32 @@ verdict : {"effect", "score"}, default "effect"
     first method's score above its threshold (the scores are diagnostic otherwise).
 decision_threshold : float, default 0.5
     The model's decision threshold on its probability (the effect verdict and the
-    group outcomes use ``p >= decision_threshold``).
-materiality : float in (0, 1], optional
-    Flag when the probability moves by at least this much under every aux model with
-    one sign, instead of a decision change.
+    group outcomes use ``p >= decision_threshold``). A classifier whose probability is
+    on one side of it for every sample row is warned about. Not used for a regressor.
+materiality : float, optional
+    Flag when the output moves by at least this much under every aux model with one
+    sign, instead of a decision change: a change of probability in (0, 1] for a
+    classifier; for a regressor a change of its predicted value in the output's own
+    units, which a regressor's effect verdict requires (no default).
 steps : int, default 8
     First-order steps along the path to the counterfactual.
 support_margin : float, default 0.1
     Widening of the sample's per-feature [min, max] box, as a share of its range on
     each side, beyond which a counterfactual is marked off support.
+task : {"auto", "classification", "regression"}, default "auto"
+    What the model's output is. ``"auto"`` reads it from the model: scikit-learn's
+    ``is_classifier`` / ``is_regressor``, a LightGBM Booster's objective (``binary``,
+    ``cross_entropy``: a classifier; ``regression``, ``huber``, ...: a regressor), an ONNX
+    model's outputs (class labels or probabilities); a torch model (logits) and a function
+    (a probability) are classifiers. A regressor is audited on its predicted value (see
+    ``materiality``); a given task that contradicts the model's is refused, as is
+    ``"auto"`` for a model that says nothing.
+positive_label : str, int, float or bool, optional
+    The label value that is the positive class (the model's probability is of it), for
+    the outcome metrics. Default: 1 for a 0/1 (or boolean) label; for any other label the
+    model's ``classes_[1]`` (what ``predict_proba``'s column 1 means) when it has
+    ``classes_`` matching the label's values, else refused (one line asking for it). It
+    must agree with ``classes_[1]`` when that is known.
 
 Returns
 -------

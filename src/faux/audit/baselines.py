@@ -5,7 +5,7 @@ held in memory; at most ``MAX_ROWS`` of them):
   (``aif360.sklearn.metrics.consistency_score``), per row: ``|yhat_i - mean_{j in kNN(i)}
   yhat_j|`` over the ``N_NEIGHBORS`` nearest rows (the row itself included, as in aif360)
   in the audit's standardised feature units, ``yhat`` the model's predicted label
-  (probability > 0.5). The protected attribute is not a feature of the audit, so the
+  (probability > 0.5; a regressor's predicted value, in its own units). The protected attribute is not a feature of the audit, so the
   neighbours never see it. aif360's number is ``1 - mean`` of the per-row terms. The
   neighbours are found by brute force (aif360 uses a ball tree, which is far slower on
   wide one-hot encoded data): the same neighbours, except which of several rows at exactly
@@ -134,7 +134,9 @@ def sample_baselines(target, aux_z, sc, primary: str, primary_scores: np.ndarray
                         batch_size=batch_size)
         scores[FTA] = np.concatenate([scorer.score(x[s:s + batch_size])[FTA]
                                       for s in range(0, len(x), batch_size)])
-    yhat = (target.proba(x) > 0.5).astype(np.float64)
+    # a classifier's predicted label; a regressor's predicted value (it has no label)
+    out = target.proba(x)
+    yhat = out if getattr(target, "regressor", False) else (out > 0.5).astype(np.float64)
     inconsistency = consistency_rows((x - sc.mean) / sc.scale, yhat)
     flagged = scores[primary] > threshold
     return compare(primary, scores[primary], flagged,

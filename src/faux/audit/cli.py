@@ -89,13 +89,23 @@ def _int(v: str) -> int:
 def _add_inputs(a) -> None:
     """The model, the data, the outputs and what may be loaded."""
     from faux.audit.methods import audit_methods, default_methods
+    from faux.audit.settings import DEFAULTS as D
+    from faux.audit.verdict import TASKS
 
     a.add_argument("--model", required=True, metavar="PATH",
                    help="the model under test: TorchScript (.pt, torch.jit.save), "
                    "torch.export (.pt2), scikit-learn/LightGBM via skops (.skops), ONNX (.onnx), "
                    "a LightGBM text model, or pickle/joblib (only with --trust-pickle). It "
-                   "must read the feature columns in the given order and output a logit "
-                   "(torch) or a probability of the positive class")
+                   "outputs a logit (torch) or a probability of the positive class, or, a "
+                   "regressor, a predicted value (see --task); a model that stores the names "
+                   "of the columns it was fitted on reads them by name, any other the "
+                   "feature columns in the given order")
+    a.add_argument("--task", choices=TASKS, default=D.task,
+                   help="what the model's output is: auto reads it from the model "
+                   "(scikit-learn's is_classifier/is_regressor, a LightGBM objective, an ONNX "
+                   "model's class outputs; a torch model returns a classifier's logits); "
+                   "regression audits the predicted value itself, flagging a row when it "
+                   f"moves by at least --materiality, in the output's units (default {D.task})")
     a.add_argument("--data", required=True, metavar="PATH",
                    help="CSV or Parquet file, one row per individual, read in batches")
     a.add_argument("--protected", required=True, nargs="+", metavar="COLUMN",
@@ -105,10 +115,17 @@ def _add_inputs(a) -> None:
                    "ones also their intersection (see --min-cell)")
     a.add_argument("--label", metavar="COLUMN", default=None,
                    help="column of the true label (not a model input; needed by --aux adel)")
+    a.add_argument("--positive-label", metavar="VALUE", default=D.positive_label,
+                   help="the --label value that is the positive class (the model's "
+                   "probability is of it) for the outcome metrics (default: 1 for a 0/1 or "
+                   "true/false label; otherwise the model's classes_[1], what its "
+                   "predict_proba column 1 means, when it has classes_ matching the label's "
+                   "values; else the audit asks for it)")
     a.add_argument("--features", nargs="+", metavar="COLUMN", default=None,
                    help="the model's input columns, in the model's order (default: every "
-                   "column except --protected and --label). One-hot columns named "
-                   "'feature=value' are grouped in the feature ranking")
+                   "column except --protected and --label; for a model that stores the names "
+                   "of the columns it was fitted on, those, read by name in any order). "
+                   "One-hot columns named 'feature=value' are grouped in the feature ranking")
     a.add_argument("--out", metavar="DIR", default=None,
                    help="output folder (default outputs/audit/<data file name>): new, empty, "
                    "or an earlier audit's output, whose files are replaced only once the "
@@ -158,11 +175,13 @@ def _add_verdict(a) -> None:
                    "counterfactual under every aux model; 'score', the first method's score "
                    f"above its threshold (the audit's earlier rule) (default {D.verdict})")
     a.add_argument("--decision-threshold", type=_number, default=D.decision_threshold,
-                   metavar="T", help="the model's decision threshold on its probability, "
+                   metavar="T", help="a classifier's decision threshold on its probability, "
                    f"above 0 and below 1 (default {D.decision_threshold:g})")
     a.add_argument("--materiality", type=_number, default=D.materiality, metavar="D",
                    help="flag a row when its probability moves by at least D (in (0, 1], one "
-                   "sign under every aux model) instead of when its decision changes")
+                   "sign under every aux model) instead of when its decision changes; for a "
+                   "regressor (needed): when its predicted value moves by at least D, in the "
+                   "output's own units")
     a.add_argument("--steps", type=_int, default=D.steps, metavar="K",
                    help="first-order steps of the path to each counterfactual (default "
                    f"{D.steps}; at least 1)")
@@ -366,7 +385,8 @@ def _main(argv, settled) -> int:
                         aux_seeds=args.aux_seeds, min_cell=args.min_cell,
                         intersection=not args.no_intersection, exact=not args.no_exact,
                         verdict=args.verdict, decision_threshold=args.decision_threshold,
-                        materiality=args.materiality, steps=args.steps)
+                        materiality=args.materiality, steps=args.steps, task=args.task,
+                        positive_label=args.positive_label)
     except FauxError as err:
         print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_INPUT

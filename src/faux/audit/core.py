@@ -95,12 +95,15 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
           exact: bool = DEFAULTS.exact, verdict: str = DEFAULTS.verdict,
           decision_threshold: float = DEFAULTS.decision_threshold,
           materiality: float | None = DEFAULTS.materiality, steps: int = DEFAULTS.steps,
-          support_margin: float = DEFAULTS.support_margin) -> AuditResult:
+          support_margin: float = DEFAULTS.support_margin, task: str = DEFAULTS.task,
+          positive_label=DEFAULTS.positive_label) -> AuditResult:
     """Audit ``model`` for individual unfairness with respect to protected attributes.
 
     Every row is scored; by default a row is flagged when the model's decision changes at
     its counterfactual (the protected attribute, and what the aux models read it from,
-    moved to the other group's values) under every one of the ``aux_seeds`` aux models.
+    moved to the other group's values) under every one of the ``aux_seeds`` aux models (a
+    regressor's, when its predicted value moves by at least ``materiality``). A model that
+    stores the names of the columns it was fitted on reads them by name.
     Every setting is checked (``ConfigError``, one line) before the data are read; a
     Ctrl-C raises ``KeyboardInterrupt`` and a SIGTERM ``Terminated`` with nothing left
     behind. What weakens the result (an aux model near chance, unreachable or off-support

@@ -100,7 +100,9 @@ class EffectPass:
         r = self._effects(self.auxes, self.gaps, z, c_index(self.info, c_raw), b.x)
         v = fx.verdict(r["p"], r["p_cf"], st.decision_threshold, st.materiality)
         thr = st.decision_threshold
-        changes = ((r["p_cf"] >= thr) != (r["p"] >= thr)[None]).all(axis=0)
+        # a regressor makes no decision: no decision_changes column
+        changes = None if st.regression else (
+            (r["p_cf"] >= thr) != (r["p"] >= thr)[None]).all(axis=0)
         a = np.abs(v["effect"])
         pval = (1 + len(self.pool) - np.searchsorted(self.pool, a, side="left")) / (
             1 + len(self.pool))
@@ -109,7 +111,7 @@ class EffectPass:
                 "effect_lo": v["effect_lo"], "effect_hi": v["effect_hi"],
                 "decision_changes": changes, "off_support": r["off_support"].astype(bool),
                 "unreachable": r["unreachable"].astype(bool), "p_value": pval}
-        out = {self.suffix(k): cols[k] for k in COLUMNS}
+        out = {self.suffix(k): cols[k] for k in COLUMNS if cols[k] is not None}
         if self.primary:
             out = {"p": r["p"], **out}
         else:
@@ -124,7 +126,8 @@ class EffectPass:
         self.s_effect[pos[hit]] = v["effect"][hit]
         self.n += len(flagged)
         self.n_flag += int(flagged.sum())
-        self.n_change += int(cols["decision_changes"].sum())
+        if cols["decision_changes"] is not None:
+            self.n_change += int(cols["decision_changes"].sum())
         self.n_off += int(cols["off_support"].sum())
         self.n_unreach += int(cols["unreachable"].sum())
         self.abs_sum += float(np.abs(v["effect"]).sum())
@@ -152,13 +155,14 @@ class EffectPass:
         moved = moved_features(self.layout, self.feats, b.x[i], r["z_cf"][i], r["moved"][i],
                                self.mean, self.scale, N_MOVED)
         level = None if r["level"] is None else self.info.levels[int(r["level"][i])]
+        changes = cols["decision_changes"]
         rec = {"row_id": int(b.start + i), "group": str(own), "p": p, "p_cf": p_cf,
                "effect": eff, "interval": [lo, hi],
-               "decision_changes": bool(cols["decision_changes"][i]),
+               "decision_changes": None if changes is None else bool(changes[i]),
                "off_support": bool(cols["off_support"][i]),
                "unreachable": bool(cols["unreachable"][i]), "p_value": float(cols["p_value"][i]),
                "moved": moved}
-        rec["text"] = row_text(self.name, self.info, own, level, rec, len(self.auxes))
+        rec["text"] = row_text(self.name, self.info, own, level, rec, len(self.auxes), self.st)
         return rec
 
     def finish(self, n_rows: int) -> dict:
@@ -177,7 +181,8 @@ class EffectPass:
         rows = [t[2] for t in sorted(self.top, key=lambda t: (-t[0], -t[1]))]
         out = {"attribute": self.name, "kind": self.kind, "rows_scored": self.n,
                "flagged": self.n_flag, "rate": self.n_flag / max(self.n, 1),
-               "decision_changes": self.n_change, "off_support": self.n_off,
+               "decision_changes": None if self.st.regression else self.n_change,
+               "off_support": self.n_off,
                "unreachable": self.n_unreach, "mean_abs_effect": self.abs_sum / max(self.n, 1),
                "aux_models": len(self.auxes), "directions": self.directions,
                "gaps": [_gap_value(g) for g in self.gaps],

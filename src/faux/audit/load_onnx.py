@@ -48,7 +48,45 @@ def load_onnx_file(path: Path, d: int | None = None, exact: bool = True) -> Targ
     tm = TargetModel(proba, "onnx", f"ONNX model {path.name}", n_features=width)
     if exact:
         attach_onnx_twin(tm, path, name, width or d)
+    tm.task, tm.task_from = onnx_task(outs, pick[0], tm, _ops(path))
+    tm.task_default = False
     return tm
+
+
+def _ops(path: Path) -> set[str]:
+    """The operator types of the ONNX graph at ``path`` (empty when onnx cannot read it)."""
+    try:
+        import onnx
+
+        return {n.op_type for n in onnx.load(str(path)).graph.node}
+    except Exception:
+        return set()
+
+
+def onnx_task(outs, read, tm: TargetModel, ops=()) -> tuple[str | None, str]:
+    """``(task, how it is known)`` of an ONNX model from its outputs and operators: a
+    class-label or class-probability output (a converted classifier's), an output named
+    ``prob*``, two columns, a ``*Classifier`` operator, or a graph ending in a sigmoid or
+    softmax (its twin returns a logit) make a classifier; a ``*Regressor`` operator
+    (``LinearRegressor``, ``TreeEnsembleRegressor``, ...) a regressor; one plain float
+    output says nothing (None)."""
+    classifiers = sorted(o for o in ops if o.endswith("Classifier"))
+    regressors = sorted(o for o in ops if o.endswith("Regressor"))
+    if regressors and not classifiers:
+        return "regression", f"its ONNX graph's {regressors[0]} operator"
+    if classifiers:
+        return "classification", f"its ONNX graph's {classifiers[0]} operator"
+    labels = [o for o in outs if o.type not in ("tensor(float)", "tensor(double)")]
+    if labels:
+        return "classification", f"its ONNX outputs include {labels[0].name!r} ({labels[0].type})"
+    if "prob" in read.name.lower():
+        return "classification", f"its ONNX output {read.name!r} is a probability"
+    shape = getattr(read, "shape", None) or []
+    if len(shape) == 2 and shape[1] == 2:
+        return "classification", f"its ONNX output {read.name!r} has two class columns"
+    if tm.twin is not None and tm.output == "logit":
+        return "classification", "its ONNX graph ends in a sigmoid or softmax"
+    return None, f"the ONNX model has one plain output {read.name!r}"
 
 
 def attach_onnx_twin(tm: TargetModel, path: Path, output: str, d: int | None) -> None:

@@ -77,7 +77,30 @@ def missing(values) -> np.ndarray:
     return null
 
 
+def refuse_spellings(name, counts) -> None:
+    """One-line DataError when values of a text protected column differ only in case or
+    surrounding spaces (``"Female"``, ``"female"``, ``" Female"``): each would be audited
+    as a group of its own."""
+    same: dict = {}
+    for v in counts:
+        if isinstance(v, str):
+            same.setdefault(v.strip().casefold(), []).append(v)
+    clash = [sorted(vs, key=lambda v: -counts[v]) for vs in same.values() if len(vs) > 1]
+    if not clash:
+        return
+    first = clash[0]
+    shown = ", ".join(f"{v!r} ({counts[v]:,} rows)" for v in first[:6])
+    more = f" (and {len(clash) - 1} more such set{'s' if len(clash) > 2 else ''})" \
+        if len(clash) > 1 else ""
+    raise DataError(f"protected column {name!r} writes one value in several ways that differ "
+                    f"only in case or surrounding spaces: {shown}{more}; each would be audited "
+                    "as a group of its own: clean the column first (strip the spaces and write "
+                    "each group one way, e.g. str.strip() and one case) and audit again")
+
+
 def describe_protected(name, counts, too_many, numeric, c_sample, protected_type):
+    if not numeric:
+        refuse_spellings(name, counts)
     if len(counts) == 1:
         (v,) = counts
         raise DataError(f"protected column {name!r} is constant ({v!r} on every row); there is "

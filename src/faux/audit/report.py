@@ -171,6 +171,11 @@ def _settings_rows(s) -> list[tuple[str, str]]:
         if m.get("class"):
             rows.append(("model class", m["class"]))
     thr = s["settings"]["threshold"]
+    if m.get("task"):
+        rows.append(("task", f"{m['task']} ({m.get('task_from') or '?'}); output: "
+                     f"{m.get('output') or '?'}"))
+    if m.get("reads_columns"):
+        rows.append(("columns", f"read {m['reads_columns']}"))
     return rows + [
         ("scoring", mode), ("rows", f"{s['data']['rows']:,}"),
         ("features", f"{len(s['data']['features'])}"),
@@ -218,6 +223,7 @@ def render(result) -> str:
         groups=groups, group_views=_group_views(groups) if groups else [],
         level=_level((groups or {}).get("interval", {}).get("level")),
         flagged_rows=flagged_rows, b=s.get("baselines"),
+        regression=(s.get("model") or {}).get("task") == "regression",
         plots={"null": _null_plot(result), "groups": _hist_plot(result),
                "ranking": _ranking_plot(result.feature_ranking)})
 

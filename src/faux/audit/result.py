@@ -102,7 +102,12 @@ class AuditResult:
         gate = ("no gate" if st.get("fail_above") is None and st.get("max_flagged_rate") is None
                 else "gate passed" if self.passed else "gate FAILED")
         if st.get("verdict", "score") == "effect":
-            rule = (f"by the effect verdict (decision changes with {s['data']['protected']} "
+            v = s.get("verdict") or {}
+            moves = (f"predicted value moves by at least {st.get('materiality'):g}"
+                     if v.get("task") == "regression" else
+                     f"predicted probability moves by at least {st.get('materiality'):g}"
+                     if st.get("materiality") is not None else "decision changes")
+            rule = (f"by the effect verdict ({moves} with {s['data']['protected']} "
                     "under every aux model)")
             rates = f"{rates} (diagnostic)"
         else:

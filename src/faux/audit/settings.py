@@ -20,6 +20,7 @@ from faux.audit.verdict import (
     MATERIALITY,
     STEPS,
     SUPPORT_MARGIN,
+    TASKS,
     VERDICT,
 )
 from faux.audit.verdict import check_settings as check_verdict
@@ -74,6 +75,8 @@ class AuditSettings:
     materiality: float | None = MATERIALITY
     steps: int = STEPS
     support_margin: float = SUPPORT_MARGIN
+    task: str = "auto"
+    positive_label: str | int | float | bool | None = None
 
     @classmethod
     def names(cls) -> list[str]:
@@ -91,8 +94,12 @@ class AuditSettings:
                         null_permutations=self.null_permutations, fdr=self.fdr,
                         aux_seeds=self.aux_seeds, min_cell=self.min_cell,
                         intersection=self.intersection)
+        if self.task not in TASKS:
+            raise ConfigError(f"task (--task) must be one of {', '.join(TASKS)}, got "
+                              f"{self.task!r}; the default 'auto' reads it from the model")
         check_verdict(self.verdict, self.decision_threshold, self.materiality, self.steps,
-                      self.support_margin, self.fail_above)
+                      self.support_margin, self.fail_above, self.task)
+        _check_positive_label(self.positive_label, has_label)
         if self.fd_scores not in FD_SCORES:
             raise ConfigError(f"fd_scores (--fd-scores) must be one of {', '.join(FD_SCORES)}, "
                               f"got {self.fd_scores!r}")
@@ -174,6 +181,19 @@ def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, b
         raise ConfigError(f"fd_step (--fd-step) must be a finite number of standard deviations "
                           f"of the features, above 0 and at most {FD_STEP_MAX:g}, got "
                           f"{fd_step!r}; the default {DEFAULTS.fd_step:g} suits most models")
+
+
+def _check_positive_label(value, has_label: bool) -> None:
+    if value is None:
+        return
+    ok = isinstance(value, str | int | float | bool | np.integer | np.floating | np.bool_)
+    if not ok or (isinstance(value, float | np.floating) and not math.isfinite(value)) or (
+            isinstance(value, str) and not value.strip()):
+        raise ConfigError(f"positive_label (--positive-label) must be one value of the label, "
+                          f"got {value!r}")
+    if not has_label:
+        raise ConfigError("positive_label (--positive-label) names the label's positive class; "
+                          "pass the label too (y= / label=, --label)")
 
 
 def check_fd_step_for(target, fd_step: float) -> None:

@@ -19,6 +19,7 @@ not affected, nor are the threads of a black box's own library (scikit-learn, Li
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import time
@@ -27,12 +28,21 @@ from pathlib import Path
 import numpy as np
 
 from faux.audit.calibration import null_quantile, null_scores
-from faux.audit.data import ArraySource, check_columns, open_source, protected_list, scan
+from faux.audit.data import (
+    ArraySource,
+    check_columns,
+    open_source,
+    protected_list,
+    refuse_repeated,
+    scan,
+    suggestion,
+)
 from faux.audit.flagged_rows import RowValues
 from faux.audit.interrupts import AuditInterrupted
 from faux.audit.methods import threshold as default_threshold
 from faux.audit.missing import Missing, NanTarget
-from faux.audit.outcome_pass import OutcomePass
+from faux.audit.notices import warn
+from faux.audit.outcome_pass import OutcomePass, positive_class
 from faux.audit.outputs import OUTPUT_FILES, Staging, inspect_out
 from faux.audit.progress import Progress
 from faux.audit.ranking import feature_groups, feature_ranking
@@ -45,9 +55,12 @@ from faux.audit.score_pass import (
 )
 from faux.audit.settings import AuditSettings, check_fd_step_for
 from faux.audit.verdict import Settings as EffectSettings
+from faux.audit.verdict import check_for_task
 from faux.errors import ConfigError, DataError
 
 RULE_MANUAL, RULE_QUANTILE, RULE_BH = "manual threshold", "null quantile", "benjamini-hochberg"
+#: how far outside [0, 1] a classifier's probability may round (a float32 softmax's 1 + 1e-7)
+PROBA_SLACK = 1e-6
 
 
 class Run:
@@ -118,6 +131,48 @@ def _check_model_on_sample(target, x: np.ndarray) -> None:
                         "columns it was trained on, in order (--features)") from err
 
 
+def _short(names) -> str:
+    names = [repr(n) for n in names]
+    return ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+
+
+def fed_by_name(target, feats, given, columns, prot, label, what: str) -> list[str]:
+    """The feature columns of a model that stores the names of the columns it was fitted on
+    (``TargetModel.feature_names``): those names, in the model's order, read from the data
+    by name (in any order). One line for a name the data lack (the close ones suggested),
+    for ``given`` features (``--features``) that are not the model's names, and for a
+    protected or label column the model reads. A model without stored names: ``feats``."""
+    names = target.feature_names
+    if names is None:
+        return feats
+    for role, col in [*(("protected", p) for p in prot), ("label", label)]:
+        if col is not None and col in names:
+            raise ConfigError(f"the model was fitted on the {role} column {col!r} (its stored "
+                              "feature names include it); audit a model that does not read "
+                              "it")
+    if given is not None and list(given) != list(names) and set(given) != set(names):
+        lacks = [n for n in names if n not in given]
+        extra = [f for f in given if f not in names]
+        raise ConfigError(
+            f"--features disagree with the columns the model was fitted on "
+            f"({_short(names)}, its stored feature names): "
+            + "; ".join(t for t in (f"it also reads {_short(lacks)}" if lacks else "",
+                                    f"it does not read {_short(extra)}" if extra else "")
+                        if t)
+            + "; leave --features out (the model's names are read) or pass those")
+    absent = [n for n in names if n not in columns]
+    if absent:
+        others = [col for col in columns if col not in names and col not in prot
+                  and col != label]
+        more = f" (and {len(absent) - 1} more: {_short(absent[1:])})" if len(absent) > 1 else ""
+        raise DataError(f"the model was fitted on the column {absent[0]!r}, which is not in "
+                        f"{what}{more}; the model reads its columns by name: rename the data's "
+                        "column to the model's name (or refit the model); "
+                        f"{suggestion(absent[0], others or list(columns))}")
+    refuse_repeated(list(columns), set(names), what)
+    return list(names)
+
+
 def _source(r: Run, X, c, data, protected, y, label, features):
     """The data source, the protected and label columns, and the features when named."""
     if data is not None:
@@ -145,6 +200,7 @@ def open_inputs(r: Run, model, X, c, *, data, protected, y, label, features, out
     st = r.st
     if out_dir is not None:  # before the data are opened: a bad --out fails fast
         inspect_out(Path(os.path.abspath(out_dir)), r.files, st.force)
+    given = features  # the features as the caller named them (None: not named)
     source, r.c_cols, r.y_col, features, extra = _source(r, X, c, data, protected, y, label,
                                                          features)
     r.raw_source = source  # the data as given: its hash goes into the provenance
@@ -166,8 +222,25 @@ def open_inputs(r: Run, model, X, c, *, data, protected, y, label, features, out
         if out_dir is None:
             inspect_out(Path(os.path.abspath(r.out)), r.files, st.force)
     r.target = as_target(model, len(feats), exact=st.exact)
+    if getattr(r.source, "named", True):  # an array without column names: read in order
+        r.feats = feats = fed_by_name(r.target, feats, None if r.layout is not None else given,
+                                      r.source.columns + extra, r.c_cols, r.y_col,
+                                      r.source.name)
+    _settle_task(r)
     check_methods_for(r.target, r.methods)
     check_fd_step_for(r.target, st.fd_step)
+
+
+def _settle_task(r: Run) -> None:
+    """The model's task (``--task`` against what the model says), and the verdict's and the
+    label's settings that depend on it, before a row is read."""
+    st, target = r.st, r.target
+    target.use_task(st.task)
+    check_for_task(st.verdict, st.materiality, target.task, target.task_from)
+    if target.regressor and st.positive_label is not None:
+        raise ConfigError(f"positive_label (--positive-label) names a classifier's positive "
+                          f"class; the model is a regressor ({target.task_from}): leave it out")
+    r.eff = dataclasses.replace(r.eff, task=target.task)
 
 
 def _scan(r: Run) -> None:
@@ -187,11 +260,37 @@ def _scan(r: Run) -> None:
         sc.x = r.missing.fill_in(sc.x)
     r.feature_of = feature_groups(r.feats, r.layout if r.layout is not None
                                   else Layout.infer(sc.x, r.feats))
+    r.positive = None if sc.y is None or r.target.regressor else positive_class(
+        sc.y, st.positive_label, r.target.classes, r.y_col)
     r.views = build_views(sc, int(st.min_cell), st.intersection)
     _check_model_on_sample(r.target, sc.x)
     if not r.target.verify_exact(sc.x):  # a conversion that differs on the data
         check_methods_for(r.target, r.methods)
+    _check_output(r.target, sc.x, r.eff.decision_threshold)
     r.z_sample = (sc.x - sc.mean) / sc.scale
+
+
+def _check_output(target, x: np.ndarray, threshold: float) -> None:
+    """A classifier's output on the sample rows ``x`` must be a probability (else one line
+    asking for ``--task regression``), and is warned about when it stays on one side of the
+    decision threshold (no decision can change, every row gets the same one)."""
+    if target.regressor:
+        return
+    p = target.proba(x)
+    lo, hi = float(p.min()), float(p.max())
+    if lo < -PROBA_SLACK or hi > 1 + PROBA_SLACK:
+        raise DataError(f"the model is read as a classifier ({target.task_from}) but its output "
+                        f"on the {len(p):,} sample rows runs from {lo:.4g} to {hi:.4g}, outside "
+                        "[0, 1]: it is not a probability; for a regressor pass "
+                        "task='regression' (--task regression) with materiality "
+                        "(--materiality) in its output's units")
+    if lo >= threshold or hi < threshold:
+        side = "at or above" if lo >= threshold else "below"
+        warn(f"the model's probability is {side} the decision threshold {threshold:g} on "
+             f"every one of the {len(p):,} sample rows (from {lo:.4g} to {hi:.4g}): every row "
+             f"gets the same decision, so no decision can change at a counterfactual; check "
+             "that the model outputs the probability of the positive class (a regressor: "
+             "--task regression) or set --decision-threshold")
 
 
 def _aux_settings(st: AuditSettings) -> dict:
@@ -278,7 +377,8 @@ def score(r: Run) -> None:
     st = r.st
     if r.out is not None:
         r.staging = Staging(Path(os.path.abspath(r.out)), r.files, st.force)
-    r.outcome = OutcomePass(r.views, r.sc.y, r.eff.decision_threshold)
+    r.outcome = OutcomePass(r.views, r.sc.y, r.eff.decision_threshold, positive=r.positive,
+                            task=r.eff.task)
     r.row_values = RowValues(r.feats, r.passes)
     bh_null = r.null["scores"][r.primary] if r.rule == RULE_BH else None
     (r.n_flag, r.per_group, r.top, r.plot_scores, r.mem_scores, r.t_score, r.above,

@@ -41,6 +41,7 @@ def _settings(r) -> dict:
             "seed": st.seed, "aux": st.aux, "verdict": st.verdict,
             "decision_threshold": eff.decision_threshold, "materiality": eff.materiality,
             "steps": eff.steps, "support_margin": eff.support_margin,
+            "task": st.task, "positive_label": st.positive_label,
             "standardisation": "features divided by their sample std after centring; 0/1 "
                                "columns unscaled",
             "faux_ng_reading": "sample (per-row unit vectors)"}
@@ -77,7 +78,14 @@ def build(r) -> dict:
     return {
         "schema_version": SUMMARY_SCHEMA, "name": r.name,
         "model": {"source": r.target.source, "kind": r.target.kind,
-                  "differentiable": r.target.differentiable, **r.target.provenance()},
+                  "differentiable": r.target.differentiable, "task": r.target.task,
+                  "task_from": r.target.task_from,
+                  "output": ("predicted value" if r.target.regressor else
+                             "probability of the positive class"),
+                  "reads_columns": ("by name (its stored feature names)"
+                                    if r.target.feature_names is not None
+                                    and r.feats == r.target.feature_names else "in order"),
+                  **r.target.provenance()},
         "data": {"rows": n, "features": r.feats, "protected": r.c_cols[0], "label": r.y_col},
         "protected": {"kind": sc.protected.kind,
                       "levels": [str(v) for v in sc.protected.levels],

@@ -16,7 +16,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from faux.audit.verdict import TASKS
 from faux.errors import ConfigError, DataError
+
+#: LightGBM objectives whose prediction is a probability of class 1 (aliases included)
+LGBM_BINARY = ("binary", "cross_entropy", "xentropy", "cross_entropy_lambda", "xentlambda")
+LGBM_MULTICLASS = ("multiclass", "softmax", "multiclassova", "multiclass_ova", "ova", "ovr")
+LGBM_UNKNOWN = ("custom", "none", "null", "na")
 
 
 def one_line(err: BaseException) -> str:
@@ -72,6 +78,13 @@ class TargetModel:
     (absolute path), ``sha256`` (of the file's bytes), ``loader`` (``torch.jit``,
     ``torch.export``, ``skops``, ``onnxruntime``, ``lightgbm`` or ``pickle``) and, for
     pickles and skops files, ``obj_class`` (the loaded object's class).
+
+    ``task``: ``"classification"`` (``proba`` is a probability), ``"regression"`` (``proba``
+    is the predicted value itself) or None (unknown); ``task_from`` says how it is known;
+    ``task_default`` marks a task assumed for a kind of model (a torch model or a function
+    is a classifier unless told otherwise) rather than read from it (``use_task``).
+    ``feature_names``: the columns the model was fitted on, in its order, when it stores
+    them (it is then fed them by name); ``classes``: its classes (``classes_``), when known.
     """
 
     proba_fn: Callable[[np.ndarray], np.ndarray]
@@ -87,6 +100,11 @@ class TargetModel:
     output: str = "logit"
     twin: object | None = None  # the faux.audit.exact.Twin behind a converted module
     estimator: object | None = None  # the scikit-learn-like object behind ``proba_fn``
+    task: str | None = "classification"
+    task_from: str = "a function x -> probability: a classifier unless task='regression'"
+    task_default: bool = True
+    feature_names: list | None = None
+    classes: list | None = None
 
     @property
     def differentiable(self) -> bool:
@@ -123,6 +141,40 @@ class TargetModel:
             return True
         self.module, self.twin, self.exact_from, self.output = None, None, None, "logit"
         return False
+
+    def use_task(self, task: str) -> None:
+        """Settle the task: ``task`` (``faux.audit.settings.AuditSettings.task``) against
+        what the model says. ``"auto"`` takes the model's (refused when it is unknown); a
+        given task replaces an assumed one and must agree with a known one (``ConfigError``,
+        one line)."""
+        if task not in TASKS:
+            raise ConfigError(f"task (--task) must be one of {', '.join(TASKS)}, got {task!r}")
+        if task == "auto":
+            if self.task is None:
+                raise ConfigError(f"cannot tell whether the model ({self.source}) is a "
+                                  f"classifier or a regressor ({self.task_from}); pass "
+                                  "task='classification' or task='regression' (--task)")
+            return
+        if self.task is not None and self.task != task and not self.task_default:
+            what = "a classifier" if self.task == "classification" else "a regressor"
+            raise ConfigError(f"task={task!r} (--task {task}) contradicts the model: it is "
+                              f"{what} ({self.task_from}); leave it out (or --task auto)")
+        if task == "regression" and self.task != "regression" and self.module is not None \
+                and self.twin is None:  # a torch model: its output is the value, no sigmoid
+            if isinstance(self.module, TwoLogits):
+                raise ConfigError("--task regression: the torch model returns two class "
+                                  "logits per row, a classifier's output; leave --task out")
+            self.output = "value"
+        if task == "classification" and self.task != "classification" \
+                and self.module is not None and self.twin is None:
+            self.output = "logit"
+        if self.task != task or self.task_default:
+            self.task_from = f"task={task!r} (--task {task})"
+        self.task, self.task_default = task, False
+
+    @property
+    def regressor(self) -> bool:
+        return self.task == "regression"
 
     def proba(self, x: np.ndarray) -> np.ndarray:
         p = np.asarray(self.proba_fn(x), dtype=np.float64).reshape(-1)
@@ -203,10 +255,14 @@ def from_torch(module: nn.Module, source: str = "torch module", d: int | None = 
 
     def proba(x):
         with torch.no_grad():
-            z = mod(torch.as_tensor(np.asarray(x, dtype=np.float32)))
-        return torch.sigmoid(z.reshape(-1)).double().numpy()
+            z = mod(torch.as_tensor(np.asarray(x, dtype=np.float32))).reshape(-1)
+        # a classifier's logit, or with task="regression" the predicted value itself
+        return (z if tm.output == "value" else torch.sigmoid(z)).double().numpy()
 
-    return TargetModel(proba, "torch", source, module=mod, n_features=width)
+    tm = TargetModel(proba, "torch", source, module=mod, n_features=width,
+                     task_from="a torch model returns logits: a classifier unless "
+                     "task='regression'")
+    return tm
 
 
 def twin_ok(twin, err: float, what: str) -> bool:
@@ -242,31 +298,103 @@ def attach_twin(tm: TargetModel, est) -> None:
                                                         twin)
 
 
+def estimator_task(est) -> tuple[str | None, str]:
+    """``(task, how it is known)`` of a scikit-learn-like model: scikit-learn's
+    ``is_classifier`` / ``is_regressor``, a LightGBM Booster's objective, a
+    ``predict_proba``; ``(None, why)`` when nothing says."""
+    if hasattr(est, "num_feature") and not hasattr(est, "predict_proba"):  # a Booster
+        params = getattr(est, "params", None) or {}
+        obj = str(params.get("objective") or "").split()
+        obj = obj[0] if obj else ""
+        if obj in LGBM_BINARY:
+            return "classification", f"LightGBM objective {obj}"
+        if obj in LGBM_MULTICLASS:
+            raise ConfigError(f"the LightGBM model's objective is {obj}; audit tests binary "
+                              "classifiers (or regressors)")
+        if not obj or obj in LGBM_UNKNOWN or callable(params.get("objective")):
+            return None, "a LightGBM Booster whose objective is not stated"
+        return "regression", f"LightGBM objective {obj}"
+    try:
+        from sklearn.base import is_classifier, is_regressor
+
+        if is_regressor(est):
+            return "regression", "scikit-learn is_regressor"
+        if is_classifier(est):
+            return "classification", "scikit-learn is_classifier"
+    except Exception:  # not a scikit-learn estimator: its tags cannot be read
+        pass
+    kind = getattr(est, "_estimator_type", None)
+    if kind in ("classifier", "regressor"):
+        return ("classification" if kind == "classifier" else "regression",
+                f"its _estimator_type {kind!r}")
+    if hasattr(est, "predict_proba"):
+        return "classification", "it has predict_proba"
+    return None, f"a {type(est).__name__} with predict only"
+
+
+def stored_feature_names(est) -> list[str] | None:
+    """The columns a model was fitted on, in its order, when it stores them: scikit-learn's
+    ``feature_names_in_``, a LightGBM Booster's ``feature_name()`` (unless LightGBM's
+    default ``Column_0, Column_1, ...``); else None."""
+    names = getattr(est, "feature_names_in_", None)
+    if names is None and hasattr(est, "feature_name") and hasattr(est, "num_feature"):
+        try:
+            names = list(est.feature_name())
+        except Exception:
+            names = None
+        if names and all(n == f"Column_{j}" for j, n in enumerate(names)):
+            names = None
+    if names is None:
+        return None
+    names = [str(n) for n in names]
+    return names or None
+
+
+def _frame_of(est, names):
+    """``x -> what est reads``: a DataFrame with the column names a scikit-learn-like model
+    was fitted on (it then reads the columns by name and has nothing to warn about), the
+    array itself for a model fitted without names."""
+    if names is None or getattr(est, "feature_names_in_", None) is None:
+        return lambda x: x
+    import pandas as pd
+
+    cols = list(est.feature_names_in_)
+    return lambda x: pd.DataFrame(np.asarray(x), columns=cols, copy=False)
+
+
 def from_estimator(est, source: str = "estimator", exact: bool = True) -> TargetModel:
     """A scikit-learn-like classifier (``predict_proba``) or regressor (``predict``);
     ``exact``: scored by autograd through its torch conversion where there is one
-    (``faux.audit.exact``), else (or with ``exact=False``) a black box."""
+    (``faux.audit.exact``), else (or with ``exact=False``) a black box. A model fitted on
+    named columns is fed a DataFrame with its names (``stored_feature_names``)."""
     width = getattr(est, "n_features_in_", None)
     if width is None and hasattr(est, "num_feature"):  # a LightGBM Booster
         width = int(est.num_feature())
+    task, task_from = estimator_task(est)
+    names = stored_feature_names(est)
+    frame = _frame_of(est, names)
+    classes = getattr(est, "classes_", None)
     if hasattr(est, "predict_proba"):
-        classes = getattr(est, "classes_", None)
         if classes is not None and len(classes) != 2:
             raise ConfigError(f"the model has {len(classes)} classes; audit tests binary "
                               "classifiers (or regressors)")
 
         def proba(x):
-            return np.asarray(est.predict_proba(x))[:, 1]
+            return np.asarray(est.predict_proba(frame(x)))[:, 1]
         kind = "classifier"
     elif hasattr(est, "predict"):
         def proba(x):
-            return np.asarray(est.predict(x)).reshape(-1)
-        kind = "regressor" if not hasattr(est, "num_feature") else "lightgbm booster"
+            return np.asarray(est.predict(frame(x))).reshape(-1)
+        kind = ("lightgbm booster" if hasattr(est, "num_feature") else
+                "classifier" if task == "classification" else "regressor")
     else:
         raise ConfigError(f"{type(est).__name__} has neither predict_proba nor predict; pass a "
                           "fitted classifier, a torch module or a model file")
     tm = TargetModel(proba, f"{type(est).__module__.split('.')[0]} {kind}", source,
-                     n_features=None if width is None else int(width), estimator=est)
+                     n_features=None if width is None else int(width), estimator=est,
+                     task=task, task_from=task_from, task_default=False,
+                     feature_names=names,
+                     classes=None if classes is None else list(np.asarray(classes).tolist()))
     if exact:
         attach_twin(tm, est)
     return tm

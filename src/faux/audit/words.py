@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from faux.audit.verdict import criterion
+
 MIN_MOVE = 1e-3  # a continuous feature named as moved: at least this many standard deviations
 
 
-def _num(v: float) -> str:
-    return f"{float(v):.4g}"
+def _num(v: float, sign: bool = False) -> str:
+    return f"{float(v):+.4g}" if sign else f"{float(v):.4g}"
 
 
 def moved_features(layout, feats, x, z_cf, moved, mean, scale, n_continuous: int) -> list[str]:
@@ -45,22 +47,28 @@ def _change(info, own, level) -> str:
     return f"from {own} to {other}"
 
 
-def row_text(attr: str, info, own, level, rec: dict, n_aux: int) -> str:
+def row_text(attr: str, info, own, level, rec: dict, n_aux: int, st=None) -> str:
     """``changing sex (from Male to Female) through its proxies moves this person's predicted
-    probability by -0.12 [-0.15, -0.08] (0.61 → 0.49); the decision changes``."""
+    probability by -0.12 [-0.15, -0.08] (0.61 → 0.49); the decision changes``; a regressor's
+    (``st.task == "regression"``): ``... moves this person's predicted value by +3.1
+    [+2.9, +3.3] over 3 aux models (10.2 → 13.3); it moves by at least 1 under every aux
+    model``."""
     lo, hi = rec["interval"]
+    extra = "; off the data's support" if rec["off_support"] else ""
+    if st is not None and st.regression:
+        return (f"changing {attr} ({_change(info, own, level)}) through its proxies moves "
+                f"this person's predicted value by {_num(rec['effect'], True)} "
+                f"[{_num(lo, True)}, {_num(hi, True)}] over {n_aux} aux models "
+                f"({_num(rec['p'])} → {_num(rec['p_cf'])}); it moves by at least {st.materiality:g} under every aux model{extra}")
     verdict = ("the decision changes" if rec["decision_changes"] else
                "the decision does not change under every aux model")
-    extra = "; off the data's support" if rec["off_support"] else ""
     return (f"changing {attr} ({_change(info, own, level)}) through its proxies moves this "
             f"person's predicted probability by {rec['effect']:+.2f} [{lo:+.2f}, {hi:+.2f}] "
             f"over {n_aux} aux models ({rec['p']:.2f} → {rec['p_cf']:.2f}); {verdict}{extra}")
 
 
 def _criterion(st) -> str:
-    if st.materiality is None:
-        return f"changes the decision at {st.decision_threshold:g}"
-    return f"moves the predicted probability by at least {st.materiality:g} (one sign)"
+    return criterion(st)
 
 
 def headline(eff: dict, st) -> str:
@@ -71,9 +79,11 @@ def headline(eff: dict, st) -> str:
             f"p = {test['p_value']:.3g} (resolution {test['resolution']:.3g}), Wilcoxon "
             f"p = {test['wilcoxon_p']:.3g}; about {eff['expected_false_flags']['count']:.1f} "
             "rows expected flagged by chance (measured under permuted-attribute aux models)")
+    m = eff["mean_abs_effect"]
+    mean = _num(m) if getattr(st, "regression", False) else f"{m:.3f}"
     if k == 0:
         return (f"{a}: no row flagged: changing {a} through its proxies {_criterion(st)} for "
                 f"none of the {n:,} rows under all {eff['aux_models']} aux models; {tail}")
     return (f"{a}: {k:,} of {n:,} rows ({k / max(n, 1):.2%}) flagged: changing {a} through "
             f"its proxies {_criterion(st)} under every one of the {eff['aux_models']} aux "
-            f"models (mean |effect| over all rows {eff['mean_abs_effect']:.3f}); {tail}")
+            f"models (mean |effect| over all rows {mean}); {tail}")
