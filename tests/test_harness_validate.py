@@ -167,8 +167,6 @@ def _bad_values(rule) -> list:
     """Values the rule must refuse: text, a bool (for numbers), null (unless allowed), the
     integers' float form, and the first value past each bound."""
     out = ["abc"] + ([None] if not rule.nullable else [])
-    if rule.kind == "choice":
-        return out + [1, True, rule.words[0].upper()]
     if rule.kind == "bool":
         return out + [0, 1]
     out += [True, float("nan"), float("inf")]
@@ -320,3 +318,17 @@ def test_sweep_refuses_a_bad_swept_value_before_the_first_job(tmp_path):
     assert r.stderr.strip().splitlines() == [
         "error: seed=-1: expected an integer in [0, 4294967295]"]
     assert _nothing_written(tmp_path) == []        # not even the seed=0 job ran
+
+
+def test_a_choice_is_one_of_the_names_a_layer_above_gives(monkeypatch):
+    from faux.errors import ConfigError
+    from faux.harness import validate
+
+    monkeypatch.setitem(validate.CHOICES, "method", lambda: ("fta", "faux"))
+    validate.check({"method": "faux"})
+    for bad in ("nope", 1, None, "FAUX"):
+        with pytest.raises(ConfigError) as e:
+            validate.check({"method": bad})
+        assert str(e.value) == f"method={validate.show(bad)}: expected one of fta, faux"
+    with pytest.raises(ConfigError, match="expected one of fta, faux"):
+        validate.check_override("method", "nope")

@@ -29,7 +29,11 @@ from omegaconf import DictConfig
 from faux.errors import FauxError
 from faux.harness import exits, identity, joblog, results, validate
 from faux.harness.exits import composition_error  # noqa: F401  (the one line of a bad config)
+from faux.methods import registry
 from faux.studies import job
+
+# a method is one of the registered ones, refused in one line before any job starts
+validate.CHOICES["method"] = registry.names
 
 log = logging.getLogger("faux.run")
 

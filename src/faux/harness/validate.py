@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from faux.errors import ConfigError
-from faux.methods.registry import names as registry_names
 
 #: the largest seed: ``lightning.seed_everything`` (numpy) takes seeds in [0, 2**32 - 1]
 MAX_SEED = 2**32 - 1
@@ -51,7 +51,7 @@ class Rule:
     words: tuple[str, ...] = ()                 # text values allowed besides numbers
 
     def expected(self) -> str:
-        if self.kind == "choice":
+        if self.kind == "choice":  # the names of CHOICES
             return f"expected one of {', '.join(self.words)}"
         if self.kind == "bool":
             text = "true or false"
@@ -110,7 +110,6 @@ FLAG = Rule("bool")
 #: every numeric harness key and its rule, checked in this order
 RULES: dict[str, Rule] = {
     # job identity
-    "method": Rule("choice", words=registry_names()),
     "seed": SEED,
     "gan_seed": SEED,
     "draw": Rule("int", 0),
@@ -230,6 +229,16 @@ def _walk(node, parts: list[str], prefix: str):
         yield from _walk(node[k], rest, f"{prefix}.{k}" if prefix else str(k))
 
 
+#: config keys whose value is one of names that a layer above the harness knows (``faux.run``
+#: adds ``method``: the registered methods); key -> a function giving the names
+CHOICES: dict[str, Callable[[], tuple[str, ...]]] = {}
+
+
+def _choice(key: str) -> Rule | None:
+    names = CHOICES.get(key)
+    return None if names is None else Rule("choice", words=tuple(names()))
+
+
 def problems(plain: dict) -> list[str]:
     """Every ``<key>=<value>: expected ...`` of ``plain`` (a resolved config): every key the
     schema of its group lacks (``faux.harness.schema``: one added with ``+``, which
@@ -244,7 +253,8 @@ def problems(plain: dict) -> list[str]:
     out += [f"reading.{name}={show(reading[name])}: {expected(f'reading.{name}')}"
             for name in reading_refused(reading)]
     out += [f"reading.{why}" for why in generators_refused(reading)]
-    for pattern, rule in RULES.items():
+    for pattern in [*CHOICES, *RULES]:
+        rule = _choice(pattern) or RULES[pattern]
         for key, value in _walk(plain, pattern.split("."), ""):
             if not rule.ok(value):
                 out.append(f"{key}={show(value)}: {rule.expected()}")
@@ -260,6 +270,8 @@ def check(plain: dict) -> None:
 
 def rule_for(key: str) -> Rule | None:
     """The rule of a dotted config key (``model.gan.lr`` matches ``model.*.lr``)."""
+    if key in CHOICES:
+        return _choice(key)
     parts = key.split(".")
     for pattern, rule in RULES.items():
         p = pattern.split(".")

@@ -4,7 +4,7 @@ root, a LightGBM text model), each written into a fresh folder; prints the md5 o
 ``scores.parquet`` and of each ``summary.json`` with its timings and paths left out. Two
 commits that print the same sums give the same outputs for these inputs.
 
-    FAUX_DATA_DIR=../shared/data python scripts/audit_fingerprint.py [--keep DIR]
+    FAUX_DATA_DIR=../shared/data python scripts/research/audit_fingerprint.py [--keep DIR]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: summary.json keys whose values differ between two identical runs (time, place, versions)
 VOLATILE = {"seconds", "seconds_total", "rows_per_s", "timings", "speed", "file", "out_dir",
             "created", "started", "finished", "host", "versions", "faux_version", "path",
