@@ -35,7 +35,7 @@ export OMP_NUM_THREADS ?= 1
 PYTEST_WORKERS ?= 2
 export PYTHONWARNINGS ?= ignore::DeprecationWarning
 
-.PHONY: help python-check install check-wheels test test-full lint bench clean fig8 table1 table1-regime real fig4 table3 table4 fig5 fig11 readings readings-axes all wandb-sync
+.PHONY: help python-check install check-wheels test test-full lint bench clean fig8 table1 table1-regime real fig4 table3 table4 fig5 fig11 readings readings-axes all wandb-sync worlds
 
 # make help: the targets by section, each with the text after its `##`
 help: ## list the targets, by section
@@ -44,7 +44,7 @@ help: ## list the targets, by section
 	done; }; \
 	section "main job" install all; \
 	echo "  one job:       $(PY) -m faux.run [group=option ...] [key=value ...] (--help: experiments, groups)"; \
-	section "tables and figures" table1 table1-regime real fig4 table3 table4 fig5 fig11 fig8 readings readings-axes docs; \
+	section "tables and figures" table1 table1-regime real fig4 table3 table4 fig5 fig11 fig8 readings readings-axes worlds docs; \
 	echo "  (PROFILE=quick|paper, LAUNCHER=<name> for a sweep's launcher, ARGS=<overrides>; data root: $(FAUX_DATA_DIR))"; \
 	echo "audit"; \
 	echo "  faux audit --model PATH --data PATH --protected COLUMN ...  (faux audit --help; docs/audit.md)"; \
@@ -151,6 +151,11 @@ readings: install ## the readings study: which prevalence-matched reading of the
 readings-axes: install ## the one-axis readings (conf/reading/axes/), in normalised AP (outputs/results/readings_axes/)
 	$(call sweep,readings_axes)
 	$(PY) -m faux.aggregate $(call SWEEP,readings_axes) --table readings --results-dir outputs/results/readings_axes --figures-dir outputs/figures/readings_axes $(AGG_ARGS)
+
+# the validation worlds (faux.worlds): their own runner, not a Hydra sweep; it resumes from
+# outputs/results/worlds.<profile>.jobs.jsonl (PROFILE=paper runs the default, full suite)
+worlds: install ## estimated counterfactuals (today's audit, mean shift, quantile map, oracle) against exact ones on DoWhy and causal-profiler worlds (outputs/results/worlds.{csv,md})
+	$(PY) -m faux.worlds.run $(if $(filter quick,$(PROFILE)),--quick) $(ARGS)
 
 all: table1 readings fig8 fig4 table3 table4 fig5 fig11 ## every table and figure
 

@@ -101,7 +101,7 @@ LAYERS = [
     {"faux.errors", "faux.paths", "faux.kernels", "faux.harness"},
     {"faux.data", "faux.metrics", "faux.models"},
     {"faux.synth", "faux.methods"},
-    {"faux.studies", "faux.audit"},
+    {"faux.studies", "faux.audit", "faux.worlds"},
     {"faux.run"},
     {"faux.reports"},
     {"faux.aggregate"},

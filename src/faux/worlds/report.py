@@ -1,0 +1,124 @@
+"""worlds.csv and worlds.md: one row per world, model and counterfactual, and the medians
+over worlds."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+#: worlds.csv's columns, in order
+COLUMNS = ["world", "source", "model", "fair", "counterfactual", "n_rows", "n_true_flips",
+           "n_flagged", "hits", "precision", "recall", "spearman", "mae", "false_flags", "p_gap"]
+
+
+def frame(rows: list[dict], world_order, model_order, cf_order) -> pd.DataFrame:
+    """The job rows as worlds.csv's table, in the catalog's world, model and counterfactual
+    order."""
+    df = pd.DataFrame(rows)
+    for col in COLUMNS:
+        if col not in df.columns:
+            df[col] = np.nan
+    rank = {name: {v: i for i, v in enumerate(order)} for name, order in
+            (("world", world_order), ("model", model_order), ("counterfactual", cf_order))}
+    df = df.sort_values(["world", "model", "counterfactual"], kind="stable",
+                        key=lambda s: s.map(rank[s.name])).reset_index(drop=True)
+    return df[COLUMNS]
+
+
+def _num(v, digits: int = 3) -> str:
+    """A metric with ``digits`` decimals; "–" when undefined."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v:.{digits}f}"
+
+
+def _count(v) -> str:
+    """A count (a median of counts may end in .5)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v:,.1f}" if not float(v).is_integer() else f"{int(v):,}"
+
+
+def _median(s: pd.Series) -> tuple[float, int]:
+    s = s.dropna()
+    return (float(s.median()) if len(s) else float("nan")), len(s)
+
+
+def _cell(s: pd.Series) -> str:
+    m, k = _median(s)
+    return f"{_num(m)} ({k})"
+
+
+def medians_table(df: pd.DataFrame, models, cfs) -> str:
+    """Per model x counterfactual, medians over worlds (in parentheses: the worlds where the
+    value is defined: precision needs a flag, recall a true flip, Spearman a varying effect)."""
+    lines = ["| model | counterfactual | worlds | precision | recall | spearman | mae | "
+             "flagged | true flips | false flags |", "|---" * 10 + "|"]
+    for m in models:
+        for cf in cfs:
+            sub = df[(df["model"] == m) & (df["counterfactual"] == cf)]
+            if sub.empty:
+                continue
+            lines.append(
+                f"| {m} | {cf} | {len(sub)} | {_cell(sub['precision'])} | {_cell(sub['recall'])} | "
+                f"{_cell(sub['spearman'])} | {_num(_median(sub['mae'])[0])} | "
+                f"{_count(_median(sub['n_flagged'])[0])} | "
+                f"{_count(_median(sub['n_true_flips'])[0])} | "
+                f"{_count(_median(sub['false_flags'])[0])} |")
+    return "\n".join(lines)
+
+
+def fair_table(df: pd.DataFrame, models, cfs) -> str:
+    """The fair models' flags, all false: median, largest and total over worlds, and the
+    worlds with at least one."""
+    lines = ["| model | counterfactual | worlds | median false flags | max | total | "
+             "worlds with any | rows |", "|---" * 8 + "|"]
+    fair = set(df.loc[df["fair"].astype(bool), "model"])
+    for m in (m for m in models if m in fair):
+        for cf in cfs:
+            sub = df[(df["model"] == m) & (df["counterfactual"] == cf)]
+            if sub.empty:
+                continue
+            ff = sub["false_flags"]
+            lines.append(f"| {m} | {cf} | {len(sub)} | {_count(float(ff.median()))} | "
+                         f"{_count(float(ff.max()))} | {_count(float(ff.sum()))} | "
+                         f"{int((ff > 0).sum())} | {_count(float(sub['n_rows'].sum()))} |")
+    return "\n".join(lines)
+
+
+def by_source_table(df: pd.DataFrame, models, cfs) -> str:
+    """Median precision / recall per source (who computed the truth) and model."""
+    head = "| source | model | " + " | ".join(f"{cf} P / R" for cf in cfs) + " |"
+    lines = [head, "|---" * (2 + len(cfs)) + "|"]
+    for source in df["source"].unique():
+        for m in models:
+            sub = df[(df["source"] == source) & (df["model"] == m)]
+            if sub.empty or sub["fair"].astype(bool).any():
+                continue
+            cells = []
+            for cf in cfs:
+                s = sub[sub["counterfactual"] == cf]
+                cells.append("–" if s.empty else
+                             f"{_num(_median(s['precision'])[0])} / {_num(_median(s['recall'])[0])}")
+            lines.append(f"| {source} | {m} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown(df: pd.DataFrame, models, cfs, *, command: str, profile: str,
+             worlds_text: str) -> str:
+    n_worlds = df["world"].nunique()
+    return "\n\n".join([
+        "# Validation worlds: estimated counterfactuals against the exact ones",
+        f"`{command}` (profile `{profile}`): {n_worlds} worlds, from {worlds_text}; decision "
+        "threshold 0.5. Per world, model and counterfactual: precision and recall of the rows "
+        "flagged (decision changes at the estimated counterfactual; for the audit, its "
+        "`flagged`) against the rows whose decision truly changes at the exact counterfactual, "
+        "Spearman and MAE of the estimated effect against the true one. Medians over worlds; "
+        "in parentheses, the worlds where the value is defined.",
+        "## Medians over worlds", medians_table(df, models, cfs),
+        "## Fair models (zero weight on c's descendants): every flag is false",
+        fair_table(df, models, cfs),
+        "## Median precision / recall by who computed the truth", by_source_table(df, models, cfs),
+    ]) + "\n"
