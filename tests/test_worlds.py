@@ -261,3 +261,40 @@ def test_the_runner_writes_the_tables_and_resumes(tmp_path, capsys):
     assert main(args) == 0
     assert "(22 done before)" in capsys.readouterr().out
     assert (tmp_path / "worlds.csv").read_bytes() == first
+
+
+def test_the_faux_transport_finds_the_flips_and_leaves_fair_models_alone(chain_models):
+    """The audit's transport on the proxy chain: the non-descendants stay, the flips of the
+    unfair models are found, and the fair models (zero weight on c's descendants) get no
+    flag (a mean shift moves the non-descendants by chance and flags some)."""
+    w, models = chain_models
+    tr = make_transport("transport", w).fit(w.X, w.c)
+    X_hat = tr.transport(w.X, w.c, 1 - w.c)
+    fixed = [c for c in w.X.columns if c not in w.descendants]
+    pd.testing.assert_frame_equal(X_hat[fixed], w.X[fixed])
+    for name in ("logistic", "mlp"):
+        s = score_transport(models[name], w, X_hat)
+        assert s["recall"] > 0.8 and s["precision"] > 0.8, (name, s)
+    for name in ("fair_logistic", "fair_mlp"):
+        assert score_transport(models[name], w, X_hat)["n_flagged"] == 0, name
+
+
+def test_the_rule_picks_the_best_eligible_candidate_and_the_simpler_on_a_tie():
+    from faux.worlds.report import selection
+
+    def rows(cf, f1_like, fair_flags):
+        out = [{"counterfactual": cf, "model": m, "precision": f1_like, "recall": f1_like,
+                "false_flags": 0, "n_rows": 1000} for m in ("logistic", "mlp", "trees")]
+        out += [{"counterfactual": cf, "model": m, "precision": 0.0, "recall": np.nan,
+                 "false_flags": fair_flags, "n_rows": 1000}
+                for m in ("fair_logistic", "fair_mlp")]
+        return out
+
+    df = pd.DataFrame(rows("audit", 0.5, 30) + rows("transport", 0.9, 0)
+                      + rows("transport_sinks_last", 0.95, 20))
+    table, chosen = selection(df)
+    assert chosen == "transport"            # sinks_last is better but flags 2 % of fair rows
+    assert table.set_index("counterfactual")["eligible"].to_dict() == {
+        "audit": False, "transport": True, "transport_sinks_last": False}
+    df = pd.DataFrame(rows("transport", 0.9, 0) + rows("transport_sinks_last", 0.905, 0))
+    assert selection(df)[1] == "transport"  # within 0.01: the simpler one

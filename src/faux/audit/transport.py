@@ -336,15 +336,18 @@ def _order_sinks_last(features, fixed, dependent, x, g, k, mean, scale) -> list[
     return sorted(dependent, key=lambda i: -left[i])
 
 
-ORDERS = {"c_gain": _order, "sinks_last": _order_sinks_last}
-ORDER = "c_gain"
+#: how the dependent features are ordered, by name (the default first)
+ORDERINGS = {"c_gain": _order, "sinks_last": _order_sinks_last}
 
 
 def fit_transport(x: np.ndarray, g: np.ndarray, k: int, features: list[Feature], *,
-                  alpha: float = ALPHA, fixed=None, order=None) -> Transport:
+                  alpha: float = ALPHA, ordering: str = "c_gain", hold=(), fixed=None,
+                  order=None) -> Transport:
     """The transport of rows ``x`` (groups ``g`` in ``0..k-1``) between the groups.
-    ``fixed``/``order``: the features held fixed and the order of the others, as found on
-    the real groups (given for a null transport; found by the tests here otherwise)."""
+    ``ordering``: a name of :data:`ORDERINGS`; ``hold``: indices of features held fixed
+    whatever the test says (what the user knows c cannot cause). ``fixed``/``order``: the
+    features held fixed and the order of the others, as found on the real groups (given for
+    a null transport or a refit; found here otherwise)."""
     x = np.asarray(x, dtype=np.float64)
     g = np.asarray(g, dtype=np.int64)
     mean = x.mean(axis=0)
@@ -352,9 +355,10 @@ def fit_transport(x: np.ndarray, g: np.ndarray, k: int, features: list[Feature],
     scale[scale == 0] = 1.0
     pvalues = np.array([dependence_pvalue(f, x, g, k) for f in features])
     if fixed is None:
-        dependent = np.flatnonzero(_holm(pvalues, alpha)).tolist()
+        dependent = [i for i in np.flatnonzero(_holm(pvalues, alpha)).tolist()
+                     if i not in set(hold)]
         fixed = [i for i in range(len(features)) if i not in dependent]
-        order = ORDERS[ORDER](features, fixed, dependent, x, g, k, mean, scale)
+        order = ORDERINGS[ordering](features, fixed, dependent, x, g, k, mean, scale)
     t = Transport(features, k, list(fixed), list(order), pvalues, mean, scale)
     for pos, i in enumerate(t.moved):
         f, s = features[i], t._inputs(x, pos)

@@ -105,6 +105,29 @@ class QuantileMap(Transport):
         return pd.DataFrame(out, columns=self.columns, index=X.index)
 
 
+class FauxTransport(Transport):
+    """The audit's transport (:mod:`faux.audit.transport`) over the world's columns, every
+    one continuous; ``ordering`` names how the dependent features are ordered."""
+
+    def __init__(self, ordering: str = "c_gain"):
+        self.ordering = ordering
+        self.name = "transport" if ordering == "c_gain" else f"transport_{ordering}"
+
+    def fit(self, X, c) -> FauxTransport:
+        from faux.audit import transport as tp
+
+        self.columns = list(X.columns)
+        x = X.to_numpy(float)
+        self.t = tp.fit_transport(x, _groups(c), 2, tp.features_of(x.shape[1],
+                                                                   names=self.columns),
+                                  ordering=self.ordering)
+        return self
+
+    def transport(self, X, c, c_to) -> pd.DataFrame:
+        out = self.t.transport(X[self.columns].to_numpy(float), _groups(c), _groups(c_to))
+        return pd.DataFrame(out.x, columns=self.columns, index=X.index)
+
+
 class Oracle(Transport):
     """The world's exact counterfactual: rows of the world itself, moved to ``1 - c`` only."""
 
@@ -125,8 +148,10 @@ class Oracle(Transport):
         return w.X_cf.loc[X.index].copy()
 
 
-#: the baselines by name (the oracle also needs the world)
-BASELINES = {"mean_shift": MeanShift, "quantile_map": QuantileMap}
+#: the fitted counterfactuals by name (the oracle also needs the world)
+BASELINES = {"transport": FauxTransport,
+             "transport_sinks_last": lambda: FauxTransport("sinks_last"),
+             "mean_shift": MeanShift, "quantile_map": QuantileMap}
 
 
 def make_transport(name: str, world) -> Transport:

@@ -106,6 +106,55 @@ def by_source_table(df: pd.DataFrame, models, cfs) -> str:
     return "\n".join(lines)
 
 
+#: the candidates for the audit's default counterfactual, simplest first (docs/decisions.md,
+#: "The audit's default counterfactual: the rule")
+CANDIDATES = ("audit", "transport", "transport_sinks_last")
+UNFAIR = ("logistic", "mlp", "trees")
+FAIR = ("fair_logistic", "fair_mlp")
+#: the most false flags (a share of the rows) a candidate's fair models may have, median
+FAIR_LIMIT = 0.01
+
+
+def selection(df: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The rule of docs/decisions.md over the candidates present: per candidate, the median
+    share of false flags of each fair model and the median F1 over worlds x unfair models;
+    the candidate chosen (None: none present)."""
+    out = []
+    for cf in (c for c in CANDIDATES if c in set(df["counterfactual"])):
+        sub = df[df["counterfactual"] == cf]
+        fair = sub[sub["model"].isin(FAIR)]
+        share = {m: float((fair[fair["model"] == m]["false_flags"]
+                           / fair[fair["model"] == m]["n_rows"]).median()) for m in FAIR}
+        unfair = sub[sub["model"].isin(UNFAIR)]
+        p, r = unfair["precision"].fillna(0.0), unfair["recall"]
+        f1 = (2 * p * r / (p + r)).where((p + r) > 0, 0.0).dropna()
+        out.append({"counterfactual": cf, **{f"{m} false flags": v for m, v in share.items()},
+                    "median F1": float(f1.median()) if len(f1) else float("nan"),
+                    "eligible": all(v <= FAIR_LIMIT for v in share.values())})
+    table = pd.DataFrame(out)
+    if table.empty or not table["eligible"].any():
+        return table, None
+    ok = table[table["eligible"]]
+    best = ok["median F1"].max()
+    return table, str(ok[ok["median F1"] >= best - 0.01].iloc[0]["counterfactual"])
+
+
+def selection_table(df: pd.DataFrame) -> str:
+    """The rule's table and its choice, in markdown."""
+    table, chosen = selection(df)
+    if table.empty:
+        return "No candidate was run."
+    head = (["candidate"] + [f"{m}: false flags (median share of rows)" for m in FAIR]
+            + ["median F1 (unfair models)", "eligible"])
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for row in table.to_dict("records"):
+        cells = ([row["counterfactual"]] + [_num(row[f"{m} false flags"], 4) for m in FAIR]
+                 + [_num(row["median F1"]), "yes" if row["eligible"] else "no"])
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append(f"\nChosen by the rule: **{chosen or 'none'}**.")
+    return "\n".join(lines)
+
+
 def markdown(df: pd.DataFrame, models, cfs, *, command: str, profile: str,
              worlds_text: str) -> str:
     n_worlds = df["world"].nunique()
@@ -121,4 +170,5 @@ def markdown(df: pd.DataFrame, models, cfs, *, command: str, profile: str,
         "## Fair models (zero weight on c's descendants): every flag is false",
         fair_table(df, models, cfs),
         "## Median precision / recall by who computed the truth", by_source_table(df, models, cfs),
+        "## The default counterfactual, by the rule of docs/decisions.md", selection_table(df),
     ]) + "\n"

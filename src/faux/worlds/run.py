@@ -26,7 +26,8 @@ import time
 import warnings
 from pathlib import Path
 
-COUNTERFACTUALS = ("audit", "mean_shift", "quantile_map", "oracle")
+COUNTERFACTUALS = ("audit", "transport", "transport_sinks_last", "mean_shift", "quantile_map",
+                   "oracle")
 AUDIT = "audit"
 OUT = Path("outputs/results")
 
