@@ -243,11 +243,14 @@ def test_the_runner_writes_the_tables_and_resumes(tmp_path, capsys):
             "--worlds", "proxy_chain_weak", "profiler_*", "--models", "logistic",
             "fair_logistic", "with_c", *[f"--audit-arg={k}={v}" for k, v in SMALL_AUDIT.items()
                                          if k != "sample"], "--audit-arg", "sample=300"]
+    from faux.worlds.run import COUNTERFACTUALS
+
+    n_jobs = 2 * (3 * len(COUNTERFACTUALS) - 1)  # 2 worlds x 3 models; with_c is not audited
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "[22/22]" in out and "| model | counterfactual |" in out
+    assert f"[{n_jobs}/{n_jobs}]" in out and "| model | counterfactual |" in out
     df = pd.read_csv(tmp_path / "worlds.csv")
-    assert len(df) == 2 * (3 * 4 - 1)  # with_c is not audited
+    assert len(df) == n_jobs
     assert set(df["world"]) == {"proxy_chain_weak", "profiler_00"}
     oracle = df[df["counterfactual"] == "oracle"]
     assert (oracle["false_flags"] == 0).all() and (oracle["mae"] == 0).all()
@@ -257,9 +260,9 @@ def test_the_runner_writes_the_tables_and_resumes(tmp_path, capsys):
     assert "## Medians over worlds" in md and "fair_logistic | audit" in md
     first = (tmp_path / "worlds.csv").read_bytes()
     jobs = (tmp_path / "worlds.quick.jobs.jsonl").read_text().splitlines()
-    assert json.loads(jobs[0])["settings"]["audit"]["aux_epochs"] == 3 and len(jobs) == 23
+    assert json.loads(jobs[0])["settings"]["audit"]["aux_epochs"] == 3 and len(jobs) == n_jobs + 1
     assert main(args) == 0
-    assert "(22 done before)" in capsys.readouterr().out
+    assert f"({n_jobs} done before)" in capsys.readouterr().out
     assert (tmp_path / "worlds.csv").read_bytes() == first
 
 
