@@ -119,3 +119,89 @@ def test_residuals_are_carried_as_they_are_unless_the_groups_noise_differs(kind)
     want = 0.5 * (1 - g) + sd_to * z        # the same rank in the other group
     assert (t.fits[0].resid is None) == (kind == "same noise")
     assert np.abs(out - want).mean() < 0.1
+
+
+# --------------------------------------------------------------------------- in the audit
+
+
+def _world(n=1500, seed=0):
+    """x1, x2, x3 independent of c; proxy = c + noise (its descendant)."""
+    from audit_world import proxy_world
+
+    return proxy_world(n, seed)
+
+
+class _Reads(__import__("torch").nn.Module):
+    """A logistic model on chosen columns of (x1, x2, x3, proxy)."""
+
+    def __init__(self, weights):
+        import torch
+
+        super().__init__()
+        self.w = torch.tensor(weights, dtype=torch.float32)
+
+    def forward(self, x):
+        return x @ self.w - 0.5 * self.w[3]
+
+
+def _audit(model, X, c, **kw):
+    import faux
+
+    return faux.audit(model, X, c, counterfactual="transport", aux_epochs=2, progress=False,
+                      null_transports=4, **kw)
+
+
+def test_the_audit_by_transport_flags_a_proxy_reader_and_not_a_fair_model():
+    X, c = _world()
+    unfair = _audit(_Reads([0.3, 0.0, 0.0, 4.0]), X, c)
+    e = unfair.summary["effects"]["c"]
+    assert e["counterfactual"] == "transport" and e["held_fixed"] == ["x1", "x2", "x3"]
+    assert e["moved"] == ["proxy"] and e["fits"] == 3
+    truth = np.abs(X["proxy"].to_numpy() - 0.5) < 2.0   # most rows cross 0.5 when c flips
+    assert e["flagged"] > 0.5 * truth.sum()
+    assert e["model_test"]["p_value"] < 0.01
+    assert e["rows"][0]["moved"][0].startswith("proxy: ")
+    cols = set(unfair.scores.columns)
+    assert {"p", "p_cf", "effect", "decision_changes", "flagged", "p_value"} <= cols
+    fair = _audit(_Reads([1.0, -1.0, 0.5, 0.0]), X, c)   # reads only what c does not cause
+    f = fair.summary["effects"]["c"]
+    assert f["flagged"] == 0 and f["expected_false_flags"]["count"] == 0
+    assert f["model_test"]["p_value"] == 1.0
+    assert "expected by chance" in f["headline"]
+
+
+def test_held_columns_stay_and_an_unknown_one_is_refused_in_one_line():
+    from faux.errors import ConfigError
+
+    X, c = _world(600)
+    res = _audit(_Reads([0.3, 0.0, 0.0, 4.0]), X, c, hold=["proxy"])
+    e = res.summary["effects"]["c"]
+    assert e["moved"] == [] and e["flagged"] == 0
+    with pytest.raises(ConfigError, match=r"hold names \['proxi'\].*features are x1, x2") as err:
+        _audit(_Reads([0.3, 0.0, 0.0, 4.0]), X, c, hold=["proxi"])
+    assert "\n" not in str(err.value)
+
+
+def test_a_continuous_attribute_needs_the_aux_counterfactual():
+    from faux.errors import ConfigError
+
+    X, _ = _world(600)
+    age = np.random.default_rng(0).normal(40, 10, len(X))
+    with pytest.raises(ConfigError, match="continuous.*--counterfactual aux|continuous.*"
+                                          "counterfactual"):
+        _audit(_Reads([0.3, 0.0, 0.0, 4.0]), X, age, protected_type="continuous")
+
+
+def test_three_groups_each_row_carried_to_the_group_of_largest_effect():
+    rng = np.random.default_rng(4)
+    n = 1500
+    g = rng.integers(0, 3, n)
+    import pandas as pd
+
+    X = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n), "x3": rng.normal(size=n),
+                      "proxy": np.array([0.0, 1.0, 2.0])[g] + 0.2 * rng.normal(size=n)})
+    res = _audit(_Reads([0.0, 0.0, 0.0, 3.0]), X, np.array(["a", "b", "z"])[g])
+    e = res.summary["effects"]["c"]
+    assert e["flagged"] > 0
+    for row in e["rows"]:
+        assert row["to"] in ("a", "b", "z") and row["to"] != row["group"]

@@ -116,6 +116,22 @@ exact : bool, default True
 verdict : {"effect", "score"}, default "effect"
     ``"effect"``: the counterfactual effect decides ``flagged``; ``"score"``: the
     first method's score above its threshold (the scores are diagnostic otherwise).
+counterfactual : {"transport", "aux"}, default "aux"
+    How the effect verdict builds each row's counterfactual. ``"transport"``
+    (``faux.audit.transport``): the features whose distribution does not depend on the
+    protected attribute are held fixed, the others carried to the other group in order,
+    each person keeping their residual (additive noise) or rank, categories by the maximal
+    coupling; a row is flagged when its decision changes under every one of ``aux_seeds``
+    fits (the first on the sample, the others on bootstrap resamples). ``"aux"``
+    (``faux.audit.effects``): what the aux models read the attribute from is moved to the
+    other group's values. A continuous attribute needs ``"aux"``.
+hold : list of str, default ()
+    With the transport: feature columns the attribute cannot cause, held fixed whatever
+    the dependence test says (for a Pipeline that encodes its columns: its raw columns).
+null_transports : int, default 10
+    With the transport: transports fitted with the attribute permuted; their flags on the
+    sample are the expected false flags (mean and 95 % interval, scaled to the rows) and
+    the model-level test's null.
 decision_threshold : float, default 0.5
     The model's decision threshold on its probability (the effect verdict and the
     group outcomes use ``p >= decision_threshold``). A classifier whose probability is

@@ -151,6 +151,7 @@ def _add_inputs(a) -> None:
 def _add_verdict(a) -> None:
     """What flags a row: the verdict, the thresholds and the gates."""
     from faux.audit.methods import thresholds_text
+    from faux.audit.settings import COUNTERFACTUALS
     from faux.audit.settings import DEFAULTS as D
     from faux.audit.verdict import VERDICTS
 
@@ -174,6 +175,20 @@ def _add_verdict(a) -> None:
                    help="what flags a row: 'effect', its decision changes at its "
                    "counterfactual under every aux model; 'score', the first method's score "
                    f"above its threshold (the audit's earlier rule) (default {D.verdict})")
+    a.add_argument("--counterfactual", choices=COUNTERFACTUALS, default=D.counterfactual,
+                   help="how each row's counterfactual is built for the effect verdict: "
+                   "'transport', what the protected attribute does not change held fixed and "
+                   "the rest carried to the other group keeping the person's rank; 'aux', "
+                   "what the aux models read the attribute from moved to the other group's "
+                   f"values (default {D.counterfactual})")
+    a.add_argument("--hold", nargs="+", metavar="COLUMN", default=list(D.hold),
+                   help="with --counterfactual transport: feature columns the protected "
+                   "attribute cannot cause, held fixed whatever the data say (default: those "
+                   "whose distribution does not depend on it, by a test)")
+    a.add_argument("--null-transports", type=_int, default=D.null_transports, metavar="N",
+                   help="with --counterfactual transport: transports fitted with the "
+                   "attribute permuted, which give the expected false flags and the "
+                   f"model-level test (default {D.null_transports})")
     a.add_argument("--decision-threshold", type=_number, default=D.decision_threshold,
                    metavar="T", help="a classifier's decision threshold on its probability, "
                    f"above 0 and below 1 (default {D.decision_threshold:g})")
@@ -386,7 +401,8 @@ def _main(argv, settled) -> int:
                         intersection=not args.no_intersection, exact=not args.no_exact,
                         verdict=args.verdict, decision_threshold=args.decision_threshold,
                         materiality=args.materiality, steps=args.steps, task=args.task,
-                        positive_label=args.positive_label)
+                        positive_label=args.positive_label, counterfactual=args.counterfactual,
+                        hold=args.hold, null_transports=args.null_transports)
     except FauxError as err:
         print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_INPUT

@@ -96,7 +96,8 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
           decision_threshold: float = DEFAULTS.decision_threshold,
           materiality: float | None = DEFAULTS.materiality, steps: int = DEFAULTS.steps,
           support_margin: float = DEFAULTS.support_margin, task: str = DEFAULTS.task,
-          positive_label=DEFAULTS.positive_label) -> AuditResult:
+          positive_label=DEFAULTS.positive_label, counterfactual: str = DEFAULTS.counterfactual,
+          hold=DEFAULTS.hold, null_transports: int = DEFAULTS.null_transports) -> AuditResult:
     """Audit ``model`` for individual unfairness with respect to protected attributes.
 
     Every row is scored; by default a row is flagged when the model's decision changes at
@@ -113,7 +114,8 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
     given = locals()
     st = AuditSettings(**{k: given[k] for k in AuditSettings.names()})
     st = dataclasses.replace(st, methods=tuple(default_methods() if methods is None
-                                               else methods))
+                                               else methods),
+                             hold=tuple(hold) if isinstance(hold, list | tuple) else hold)
     with collecting(), interruptible():
         try:
             return _audit(model, X, c, data=data, protected=protected, y=y, label=label,

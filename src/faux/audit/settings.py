@@ -35,6 +35,12 @@ FD_STEP_WARN = 0.25
 FD_STEP_LOW_WARN = 1e-4
 ALPHA = 0.01  # default false-flag rate of the calibrated thresholds
 NULL_PERMUTATIONS = 3  # default number of aux models trained on a permuted protected attribute
+#: how the effect verdict builds each row's counterfactual: "transport" (faux.audit.transport:
+#: what c does not cause held fixed, the rest carried keeping the person's rank) or "aux"
+#: (what the aux models read c from moved to the other group's values, faux.audit.effects)
+COUNTERFACTUALS = ("transport", "aux")
+COUNTERFACTUAL = "aux"
+NULL_TRANSPORTS = 10  # transports fitted with c permuted: the expected false flags, the test
 #: which rows a black box's finite-difference scores are computed for under the effect verdict
 FD_SCORES = ("sample", "all")
 
@@ -77,6 +83,9 @@ class AuditSettings:
     support_margin: float = SUPPORT_MARGIN
     task: str = "auto"
     positive_label: str | int | float | bool | None = None
+    counterfactual: str = COUNTERFACTUAL
+    hold: tuple = ()
+    null_transports: int = NULL_TRANSPORTS
 
     @classmethod
     def names(cls) -> list[str]:
@@ -100,6 +109,7 @@ class AuditSettings:
         check_verdict(self.verdict, self.decision_threshold, self.materiality, self.steps,
                       self.support_margin, self.fail_above, self.task)
         _check_positive_label(self.positive_label, has_label)
+        _check_counterfactual(self.counterfactual, self.hold, self.null_transports)
         if self.fd_scores not in FD_SCORES:
             raise ConfigError(f"fd_scores (--fd-scores) must be one of {', '.join(FD_SCORES)}, "
                               f"got {self.fd_scores!r}")
@@ -181,6 +191,17 @@ def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, b
         raise ConfigError(f"fd_step (--fd-step) must be a finite number of standard deviations "
                           f"of the features, above 0 and at most {FD_STEP_MAX:g}, got "
                           f"{fd_step!r}; the default {DEFAULTS.fd_step:g} suits most models")
+
+
+def _check_counterfactual(counterfactual, hold, null_transports) -> None:
+    if counterfactual not in COUNTERFACTUALS:
+        raise ConfigError(f"counterfactual (--counterfactual) must be one of "
+                          f"{', '.join(COUNTERFACTUALS)}, got {counterfactual!r}")
+    if isinstance(hold, str) or not all(isinstance(h, str) and h for h in hold):
+        raise ConfigError(f"hold (--hold) must be a list of column names, got {hold!r}")
+    if not _is_int(null_transports) or not 2 <= null_transports <= 1000:
+        raise ConfigError(f"null_transports (--null-transports) must be an integer from 2 to "
+                          f"1000, got {null_transports!r}; the default is {NULL_TRANSPORTS}")
 
 
 def _check_positive_label(value, has_label: bool) -> None:

@@ -354,10 +354,20 @@ def fit(r: Run) -> None:
                         manual=dict(r.thresholds) if r.rule == RULE_MANUAL else None,
                         effect=st.verdict == "effect"))
         target = r.target if r.missing is None else NanTarget(r.target, r.missing)
-        r.passes = [] if st.verdict != "effect" else prepare_effects(
-            r.views, null_nets_for(sc, z, st.null_permutations, seed=st.seed,
-                                   **_aux_settings(st)),
-            target, sc, z, r.feats, settings=r.eff, batch_size=r.batch, layout=r.layout)
+        if st.verdict != "effect":
+            r.passes = []
+        elif st.counterfactual == "transport":
+            from faux.audit.transport_pass import prepare as prepare_transports
+
+            r.passes = prepare_transports(
+                r.views, target, sc, r.feats, settings=r.eff, layout=r.layout,
+                refits=int(st.aux_seeds), nulls=int(st.null_transports), seed=st.seed,
+                hold=st.hold)
+        else:
+            r.passes = prepare_effects(
+                r.views, null_nets_for(sc, z, st.null_permutations, seed=st.seed,
+                                       **_aux_settings(st)),
+                target, sc, z, r.feats, settings=r.eff, batch_size=r.batch, layout=r.layout)
         if sampled_scores(st, r.target):
             r.sampled = sample_scores(r.views, sc, r.batch)
     except SystemExit:

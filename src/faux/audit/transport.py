@@ -53,6 +53,7 @@ class Feature:
     name: str
     columns: tuple[int, ...]
     codes: np.ndarray | None = None  # (levels, len(columns)) for a categorical feature
+    levels: tuple[str, ...] = ()  # their names
 
     @property
     def categorical(self) -> bool:
@@ -70,7 +71,8 @@ def features_of(n_features: int, layout=None, names=None) -> list[Feature]:
     names = list(names) if names is not None else [f"x{j}" for j in range(n_features)]
     out, used = [], set()
     for b in (layout.blocks if layout is not None else ()):
-        out.append(Feature(b.name, tuple(b.columns), np.asarray(b.codes, dtype=np.float64)))
+        out.append(Feature(b.name, tuple(b.columns), np.asarray(b.codes, dtype=np.float64),
+                           tuple(str(v) for v in b.levels)))
         used.update(b.columns)
     out += [Feature(names[j], (j,)) for j in range(n_features) if j not in used]
     return sorted(out, key=lambda f: f.columns[0])

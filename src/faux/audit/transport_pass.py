@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from faux.audit import transport as tp
+from faux.errors import ConfigError
 
 N_ROWS = 50  # flagged rows described per attribute (the largest |effect| first)
 COLUMNS = ("p_cf", "effect", "effect_lo", "effect_hi", "decision_changes", "off_support",
@@ -62,15 +63,47 @@ def count_test(observed: int, null_counts) -> dict:
             "interval": [float(lo), float(hi)]}
 
 
+def _names(feature: str, column: str) -> bool:
+    """Whether a feature of the model's input is the column ``column`` (itself, or a
+    Pipeline's encoding of it: ``numbers__age`` for ``age``)."""
+    return feature == column or feature.endswith(f"__{column}")
+
+
+def held(features, hold) -> list[int]:
+    """The indices of ``features`` that the columns ``hold`` name; ConfigError for a name
+    that is none of them."""
+    unknown = [h for h in hold if not any(_names(f.name, h) for f in features)]
+    if unknown:
+        shown = ", ".join(f.name for f in features[:12]) + (", ..." if len(features) > 12
+                                                           else "")
+        raise ConfigError(f"hold (--hold) names {unknown} that the model does not read; its "
+                          f"features are {shown}")
+    return [i for i, f in enumerate(features) if any(_names(f.name, h) for h in hold)]
+
+
+def prepare(views, target, sc, feats, *, settings, layout=None, refits: int, nulls: int,
+            seed: int, hold=()) -> list[TransportPass]:
+    """A ``TransportPass`` per attribute view (the first is the primary one); a continuous
+    attribute is refused (it has no groups to carry a row between)."""
+    out = []
+    for i, v in enumerate(views):
+        if v.kind != "attribute":
+            continue
+        if v.info.kind == "continuous":
+            raise ConfigError(f"protected attribute {v.name!r} is continuous: the transport "
+                              "carries a row between groups; pass --counterfactual aux")
+        out.append(TransportPass(v.name, v.info, sc, v.sample_c, feats, settings=settings,
+                                 proba=target.proba, primary=i == 0, layout=layout,
+                                 refits=refits, nulls=nulls, seed=seed, hold=hold))
+    return out
+
+
 class TransportPass:
     """One protected attribute's effects by transport: fitted on the sample, then fed every
     batch (the interface of ``faux.audit.effect_pass.EffectPass``)."""
 
     def __init__(self, name, info, sc, sample_c, feats, *, settings, proba, primary: bool,
-                 batch_size: int, layout=None, refits: int = 3, nulls: int = 10,
-                 seed: int = 0):
-        if info.kind == "continuous":
-            raise ValueError("transport needs groups: a binary or categorical attribute")
+                 layout=None, refits: int = 3, nulls: int = 10, seed: int = 0, hold=()):
         self.name, self.info, self.kind = name, info, info.kind
         self.st, self.proba, self.primary = settings, proba, primary
         self.feats = list(feats)
@@ -79,7 +112,8 @@ class TransportPass:
         self.features = tp.features_of(sc.x.shape[1], layout, feats)
         x, g = np.asarray(sc.x, dtype=np.float64), info.index(sample_c)
         rng = np.random.default_rng(seed)
-        first = tp.fit_transport(x, g, self.k, self.features)
+        first = tp.fit_transport(x, g, self.k, self.features,
+                                 hold=held(self.features, hold))
         self.transports = [first] + [self._refit(first, x, g, rng.integers(len(x), size=len(x)))
                                      for _ in range(refits - 1)]
         self.lo = x.min(axis=0) - 1e-9
@@ -90,7 +124,7 @@ class TransportPass:
             perm = rng.permutation(g)
             fam = [self._refit(first, x, perm, rng.integers(len(x), size=len(x)) if i else None)
                    for i in range(refits)]
-            p0, p_cf, _ = self._effects(fam, x, g, p0)
+            p0, p_cf, _, _ = self._effects(fam, x, g, p0)
             v = _verdict(p0, p_cf, settings.decision_threshold, settings.materiality)
             self.null_counts.append(int(v["flagged"].sum()))
             null_dp.append(p_cf - p0[None])
@@ -115,10 +149,10 @@ class TransportPass:
 
     def _effects(self, transports, x, g, p=None):
         """The model at rows ``x`` (``p``, computed unless given) and at their transports
-        (``p_cf``: (refits, n), the target group of largest median |effect| per row), and
-        the transported rows of the first refit."""
+        (``p_cf``: (refits, n), the target group of largest median |effect| per row), the
+        transported rows of the first refit, and each row's target group."""
         n = len(x)
-        best_cf, best_x = None, None
+        best_cf, best_x, best_to = None, None, None
         for g_to in self._targets(g):
             outs = [t.transport(x, g, g_to) for t in transports]
             calls = [x] if p is None else []
@@ -128,14 +162,15 @@ class TransportPass:
             p_cf = vals.reshape(len(transports), n)
             p_cf = np.where((g_to == g)[None], p[None], p_cf)
             if best_cf is None:
-                best_cf, best_x = p_cf, outs[0]
+                best_cf, best_x, best_to = p_cf, outs[0], g_to.copy()
                 continue
             bigger = np.abs(np.median(p_cf - p[None], axis=0)) > np.abs(
                 np.median(best_cf - p[None], axis=0))
             best_cf = np.where(bigger[None], p_cf, best_cf)
             best_x.x[bigger] = outs[0].x[bigger]
             best_x.moved[bigger] = outs[0].moved[bigger]
-        return p, best_cf, best_x
+            best_to[bigger] = g_to[bigger]
+        return p, best_cf, best_x, best_to
 
     def suffix(self, col: str) -> str:
         return col if self.primary else f"{col}:{self.name}"
@@ -145,10 +180,11 @@ class TransportPass:
         st = self.st
         c_raw = b.cs[self.name] if b.cs is not None else b.c
         g = self.info.index(c_raw)
-        p, p_cf, moved = self._effects(self.transports, np.asarray(b.x, np.float64), g)
+        p, p_cf, moved, to = self._effects(self.transports, np.asarray(b.x, np.float64), g)
         v = _verdict(p, p_cf, st.decision_threshold, st.materiality)
         thr = st.decision_threshold
-        changes = ((p_cf >= thr) != (p >= thr)[None]).all(axis=0)
+        # a regressor makes no decision: no decision_changes column
+        changes = None if st.regression else ((p_cf >= thr) != (p >= thr)[None]).all(axis=0)
         a = np.abs(v["effect"])
         pval = (1 + len(self.pool) - np.searchsorted(self.pool, a, side="left")) / (
             1 + len(self.pool))
@@ -156,22 +192,23 @@ class TransportPass:
         cols = {"p_cf": p + v["effect"], "effect": v["effect"], "effect_lo": v["effect_lo"],
                 "effect_hi": v["effect_hi"], "decision_changes": changes, "off_support": off,
                 "unreachable": np.zeros(len(p), dtype=bool), "p_value": pval}
-        out = {self.suffix(k): cols[k] for k in COLUMNS}
+        out = {self.suffix(k): cols[k] for k in COLUMNS if cols[k] is not None}
         if self.primary:
             out = {"p": p, **out}
         else:
             out[self.suffix("flagged")] = v["flagged"]
-        self._count(b, p, cols, v["flagged"], moved, c_raw)
+        self._count(b, p, cols, v["flagged"], moved, to, c_raw)
         return v["flagged"], out
 
-    def _count(self, b, p, cols, flagged, moved, c_raw):
+    def _count(self, b, p, cols, flagged, moved, to, c_raw):
         ids = b.start + np.arange(len(flagged))
         pos = np.minimum(np.searchsorted(self.sample_rows, ids), len(self.sample_rows) - 1)
         hit = self.sample_rows[pos] == ids
         self.s_flag[pos[hit]] = flagged[hit]
         self.n += len(flagged)
         self.n_flag += int(flagged.sum())
-        self.n_change += int(cols["decision_changes"].sum())
+        if cols["decision_changes"] is not None:
+            self.n_change += int(cols["decision_changes"].sum())
         self.n_off += int(cols["off_support"].sum())
         self.abs_sum += float(np.abs(cols["effect"]).sum())
         cand = np.flatnonzero(flagged)
@@ -181,7 +218,7 @@ class TransportPass:
             key = (float(abs(cols["effect"][i])), -int(ids[i]))
             if len(self.top) >= N_ROWS and key <= self.top[0][:2]:
                 continue
-            item = (*key, self._record(b, i, p, cols, moved, c_raw))
+            item = (*key, self._record(b, i, p, cols, moved, to, c_raw))
             if len(self.top) < N_ROWS:
                 heapq.heappush(self.top, item)
             else:
@@ -196,24 +233,27 @@ class TransportPass:
             if f.categorical:
                 a = f.levels_of(x_row[None])[0]
                 b = f.levels_of(cf_row[None])[0]
-                out.append(f"{f.name}: level {a} → level {b}")
+                out.append(f"{f.name}: {f.levels[a]} → {f.levels[b]}")
             else:
                 j = f.columns[0]
                 out.append(f"{f.name}: {x_row[j]:.4g} → {cf_row[j]:.4g}")
         return out
 
-    def _record(self, b, i, p, cols, moved, c_raw) -> dict:
+    def _record(self, b, i, p, cols, moved, to, c_raw) -> dict:
         own = self.info.group_labels(np.asarray([c_raw[i]]))[0]
         rec = {"row_id": int(b.start + i), "group": str(own), "p": float(p[i]),
                "p_cf": float(cols["p_cf"][i]), "effect": float(cols["effect"][i]),
                "interval": [float(cols["effect_lo"][i]), float(cols["effect_hi"][i])],
-               "decision_changes": bool(cols["decision_changes"][i]),
+               "decision_changes": (None if cols["decision_changes"] is None
+                                    else bool(cols["decision_changes"][i])),
                "off_support": bool(cols["off_support"][i]), "unreachable": False,
                "p_value": float(cols["p_value"][i]),
                "moved": self._moved_words(b.x[i], moved.x[i], moved.moved[i])}
-        rec["text"] = (f"the same person in the other {self.name} group: predicted probability "
-                       f"{rec['p']:.2f} → {rec['p_cf']:.2f} ({rec['effect']:+.2f}, "
-                       f"[{rec['interval'][0]:+.2f}, {rec['interval'][1]:+.2f}] over "
+        what = "predicted value" if self.st.regression else "predicted probability"
+        rec["to"] = str(self.info.levels[int(to[i])])
+        rec["text"] = (f"the same person with {self.name} {own} → {rec['to']}: {what} "
+                       f"{rec['p']:.3g} → {rec['p_cf']:.3g} ({rec['effect']:+.3g}; "
+                       f"[{rec['interval'][0]:+.3g}, {rec['interval'][1]:+.3g}] over "
                        f"{len(self.transports)} fits)")
         return rec
 
@@ -240,12 +280,17 @@ class TransportPass:
                                f"{len(self.null_counts)} c-blind transports: p = "
                                f"{test['p_value']:.3g} (negative binomial); rank p = "
                                f"{test['rank_p']:.3g}")}
-        return {"attribute": self.name, "kind": self.kind, "counterfactual": "transport",
+        from faux.audit.words import headline
+
+        out = {"attribute": self.name, "kind": self.kind, "counterfactual": "transport",
                 "rows_scored": self.n, "flagged": self.n_flag,
-                "rate": self.n_flag / max(self.n, 1), "decision_changes": self.n_change,
+                "rate": self.n_flag / max(self.n, 1),
+                "decision_changes": None if self.st.regression else self.n_change,
                 "off_support": self.n_off, "unreachable": 0,
                 "mean_abs_effect": self.abs_sum / max(self.n, 1),
                 "fits": len(self.transports),
                 "held_fixed": [t.features[i].name for i in t.fixed],
                 "moved": [t.features[i].name for i in t.moved],
                 "model_test": model_test, "expected_false_flags": ef, "rows": rows}
+        out["headline"] = headline(out, self.st)
+        return out

@@ -131,6 +131,27 @@ def criterion(st: Settings) -> str:
     return f"moves the predicted probability by at least {st.materiality:g} (one sign)"
 
 
+def _transport_summary(st: Settings, effects: dict, first) -> dict:
+    crit = ("its predicted value moves by at least "
+            f"{st.materiality:g} (one sign)" if st.regression else
+            f"its decision at {st.decision_threshold:g} changes"
+            if st.materiality is None else
+            f"its predicted probability moves by at least {st.materiality:g} (one sign)")
+    fits = len(first.transports)
+    calls = 1 + fits * max(1, first.k - 1)
+    text = (f"a row is flagged when, carried to the other {first.name} group (what "
+            f"{first.name} does not change held fixed, the rest moved keeping the person's "
+            f"rank: faux.audit.transport), {crit} under every one of the {fits} fits; "
+            f"{calls} model calls per row for {first.name}")
+    ef = effects[first.name]["expected_false_flags"]
+    return {"rule": "effect", "counterfactual": "transport", "task": st.task,
+            "decision_threshold": None if st.regression else st.decision_threshold,
+            "materiality": st.materiality, "model_calls_per_row": calls, "fits": fits,
+            "null_transports": len(first.null_counts),
+            "expected_false_flags": ef["count"], "text": text,
+            "headlines": [e["headline"] for e in effects.values()]}
+
+
 def summary(verdict: str, st: Settings, effects: dict, passes, *, n_rows: int,
             primary: str) -> dict:
     """summary["verdict"]: the rule that decided ``flagged``, its settings and its cost, and
@@ -140,6 +161,8 @@ def summary(verdict: str, st: Settings, effects: dict, passes, *, n_rows: int,
         return {"rule": "score", "text": f"{primary} above its threshold decides flagged "
                 "(the score verdict)", "model_calls_per_row": 0}
     first = passes[0]
+    if getattr(first, "transports", None) is not None:
+        return _transport_summary(st, effects, first)
     crit = ("its predicted value moves by at least "
             f"{st.materiality:g} (one sign)" if st.regression else
             f"its decision at {st.decision_threshold:g} changes"

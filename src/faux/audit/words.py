@@ -71,8 +71,31 @@ def _criterion(st) -> str:
     return criterion(st)
 
 
+def _p(p: float) -> str:
+    """A p-value for people: ``p < 0.001`` below a thousandth."""
+    return "p < 0.001" if p < 1e-3 else f"p = {p:.2g}"
+
+
+def transport_headline(eff: dict, st) -> str:
+    """One attribute's result under the transport counterfactual, in a sentence."""
+    a, n, k = eff["attribute"], eff["rows_scored"], eff["flagged"]
+    ef, test = eff["expected_false_flags"], eff["model_test"]
+    lo, hi = ef["interval"]
+    held = ", ".join(eff["held_fixed"]) or "nothing"
+    tail = (f"{ef['count']:.0f} [{lo:.0f}, {hi:.0f}] expected by chance (c-blind "
+            f"transports); model-level test {_p(test['p_value'])}; held fixed: {held}")
+    m = eff["mean_abs_effect"]
+    mean = _num(m) if getattr(st, "regression", False) else f"{m:.3f}"
+    return (f"{a}: {k:,} of {n:,} rows ({k / max(n, 1):.2%}) flagged: the same person in the "
+            f"other {a} group (what {a} does not change held fixed) {_criterion(st)} under "
+            f"every one of the {eff['fits']} fits (mean |effect| over all rows {mean}); "
+            f"{tail}")
+
+
 def headline(eff: dict, st) -> str:
     """One attribute's result in a sentence, with the model-level test."""
+    if eff.get("counterfactual") == "transport":
+        return transport_headline(eff, st)
     a, n, k = eff["attribute"], eff["rows_scored"], eff["flagged"]
     test = eff["model_test"]
     tail = (f"model-level test (outputs moving with {a} more than under a c-blind aux): "
