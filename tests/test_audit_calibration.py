@@ -81,12 +81,25 @@ def _gate_open_rate(model, X, c, methods):
     return f[X.x2.values > 0.5].mean(), f[X.x2.values < -0.5].mean()
 
 
+def _true_off_rate(model, X, c) -> float:
+    """Where the gate shuts the proxy off, the share of rows whose decision truly changes
+    (the world's counterfactual: proxy = c + noise moves by 1 - 2c)."""
+    x = torch.tensor(X.to_numpy(), dtype=torch.float32)
+    cf = x.clone()
+    cf[:, 3] += torch.tensor(1 - 2 * c, dtype=torch.float32)
+    with torch.no_grad():
+        flips = ((model(x) >= 0) != (model(cf) >= 0)).numpy()
+    return float(flips[X.x2.values < -0.5].mean())
+
+
 def test_the_planted_proxys_rows_are_flagged_more_as_its_coefficient_grows():
     X, c = proxy_world(1500)
     rates = []
     for k in (0.0, 2.0, 4.0, 8.0):
         on, off = _gate_open_rate(GatedProxy(k), X, c, ["faux_ng", "faux"])
-        assert off <= 0.02, (k, off)  # where the gate shuts the proxy off
+        # where the gate shuts the proxy off (it still moves a logit by up to 0.15 at k = 8,
+        # so rows at the boundary truly flip): hardly more flags than true flips there
+        assert off <= _true_off_rate(GatedProxy(k), X, c) + 0.01, (k, off)
         rates.append(on)
     assert rates[0] <= 0.02
     assert all(a < b for a, b in zip(rates, rates[1:])), rates

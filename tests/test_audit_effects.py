@@ -22,7 +22,7 @@ from faux.audit.cli import EPILOG, EXIT_GATE, EXIT_INPUT, build_parser, main
 from faux.errors import ConfigError
 
 N = 3000
-KW = dict(sample=1500, aux_epochs=10, progress=False)
+KW = dict(sample=1500, aux_epochs=10, progress=False, counterfactual="aux")  # its mechanics
 
 
 def _world():
@@ -125,7 +125,7 @@ def test_a_black_box_is_called_once_per_row_and_counterfactual(world):
         return fn
 
     kw = dict(sample=sample, aux_epochs=5, progress=False, aux_seeds=seeds,
-              null_permutations=perms, batch_size=128)
+              null_permutations=perms, batch_size=128, counterfactual="aux")
     # every row's diagnostic scores, as the score verdict computes them (the default
     # fd_scores="sample" scores the sample rows only: tests/test_audit_sampled_scores.py)
     res = faux.audit(counted("effect"), Xs, cs, fd_scores="all", **kw)

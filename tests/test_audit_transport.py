@@ -182,14 +182,19 @@ def test_held_columns_stay_and_an_unknown_one_is_refused_in_one_line():
     assert "\n" not in str(err.value)
 
 
-def test_a_continuous_attribute_needs_the_aux_counterfactual():
-    from faux.errors import ConfigError
+def test_a_continuous_attribute_is_left_to_the_aux_counterfactual():
+    """A continuous attribute has no groups to carry a row between: its effects are the aux
+    counterfactual's, the categorical attribute beside it is carried."""
+    import pandas as pd
 
-    X, _ = _world(600)
+    X, c = _world(800)
     age = np.random.default_rng(0).normal(40, 10, len(X))
-    with pytest.raises(ConfigError, match="continuous.*--counterfactual aux|continuous.*"
-                                          "counterfactual"):
-        _audit(_Reads([0.3, 0.0, 0.0, 4.0]), X, age, protected_type="continuous")
+    res = _audit(_Reads([0.3, 0.0, 0.0, 4.0]), X, pd.DataFrame({"c": c, "age": age}),
+                 protected_type=["binary", "continuous"])
+    e = res.summary["effects"]
+    assert list(e) == ["c", "age"]
+    assert e["c"]["counterfactual"] == "transport" and "counterfactual" not in e["age"]
+    assert e["age"]["aux_models"] == 3
 
 
 def test_three_groups_each_row_carried_to_the_group_of_largest_effect():
@@ -205,3 +210,31 @@ def test_three_groups_each_row_carried_to_the_group_of_largest_effect():
     assert e["flagged"] > 0
     for row in e["rows"]:
         assert row["to"] in ("a", "b", "z") and row["to"] != row["group"]
+
+
+def test_nothing_flagged_is_said_plainly_and_words_describe_each_flagged_row(tmp_path):
+    import json
+
+    X, c = _world(1200)
+    fair = _audit(_Reads([1.0, -1.0, 0.5, 0.0]), X, c)
+    assert fair.summary["effects"]["c"]["headline"].startswith("c: no row flagged")
+    _audit(_Reads([0.3, 0.0, 0.0, 4.0]), X, c, out_dir=tmp_path / "out")
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    e = s["effects"]["c"]
+    assert s["verdict"]["counterfactual"] == "transport" and "held fixed" in s["verdict"]["text"]
+    assert e["headline"].startswith(f"c: {e['flagged']:,} of 1,200 rows")
+    row = e["rows"][0]
+    assert row["text"].startswith(f"the same person with c {row['group']} → {row['to']}")
+    assert row["decision_changes"] and abs(row["p_cf"] - row["p"] - row["effect"]) < 1e-9
+    assert row["values"]["proxy"] is not None  # the row's own values, for the report
+
+
+def test_the_model_is_called_once_per_row_and_fit():
+    """A binary attribute: each row and its counterfactual under each of the fits, in one
+    call per batch; a three-group one: each row, and each fit towards each other group."""
+    X, c = _world(600)
+    res = _audit(_Reads([0.3, 0.0, 0.0, 4.0]), X, c, aux_seeds=2)
+    assert res.summary["verdict"]["model_calls_per_row"] == 1 + 2
+    g = np.random.default_rng(0).integers(0, 3, len(X))
+    res = _audit(_Reads([0.3, 0.0, 0.0, 4.0]), X, np.array(["a", "b", "z"])[g], aux_seeds=2)
+    assert res.summary["verdict"]["model_calls_per_row"] == 1 + 2 * 2

@@ -229,13 +229,14 @@ def _gap_value(g: dict):
 
 
 def prepare(views, null_of, target, sc, z_sample, feats, *, settings: Settings,
-            batch_size: int, layout=None) -> list[EffectPass]:
-    """An ``EffectPass`` per attribute view (the first is the primary one). ``null_of(v)``:
-    the view's permuted-attribute aux models; ``layout``: the features' categorical blocks
-    when known (``faux.audit.encoders``), else inferred from the sample."""
+            batch_size: int, layout=None, which=None) -> list[EffectPass]:
+    """An ``EffectPass`` per attribute view (the first is the primary one; ``which(v)``:
+    only the views it accepts). ``null_of(v)``: the view's permuted-attribute aux models;
+    ``layout``: the features' categorical blocks when known (``faux.audit.encoders``), else
+    inferred from the sample."""
     out = []
     for i, v in enumerate(views):
-        if v.kind != "attribute":
+        if v.kind != "attribute" or (which is not None and not which(v)):
             continue
         out.append(EffectPass(v.name, v.info, v.auxes, null_of(v), sc, z_sample, v.sample_c,
                               feats, settings=settings, proba=target.proba, primary=i == 0,

@@ -39,7 +39,7 @@ NULL_PERMUTATIONS = 3  # default number of aux models trained on a permuted prot
 #: what c does not cause held fixed, the rest carried keeping the person's rank) or "aux"
 #: (what the aux models read c from moved to the other group's values, faux.audit.effects)
 COUNTERFACTUALS = ("transport", "aux")
-COUNTERFACTUAL = "aux"
+COUNTERFACTUAL = "transport"
 NULL_TRANSPORTS = 10  # transports fitted with c permuted: the expected false flags, the test
 #: which rows a black box's finite-difference scores are computed for under the effect verdict
 FD_SCORES = ("sample", "all")

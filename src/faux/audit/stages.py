@@ -327,8 +327,6 @@ def fit(r: Run) -> None:
     """Stage 2: the scan, then the aux models, thresholds, views and effect passes. The
     primary view's aux, its null models (calibrated thresholds) and its other seeds train
     together, as one stacked network (``faux.audit.groups.train_primary``)."""
-    from faux.audit.effect_pass import null_nets_for
-    from faux.audit.effect_pass import prepare as prepare_effects
     from faux.audit.groups import train_primary, train_views
     from faux.audit.scoring import Scorer
 
@@ -354,24 +352,41 @@ def fit(r: Run) -> None:
                         manual=dict(r.thresholds) if r.rule == RULE_MANUAL else None,
                         effect=st.verdict == "effect"))
         target = r.target if r.missing is None else NanTarget(r.target, r.missing)
-        if st.verdict != "effect":
-            r.passes = []
-        elif st.counterfactual == "transport":
-            from faux.audit.transport_pass import prepare as prepare_transports
-
-            r.passes = prepare_transports(
-                r.views, target, sc, r.feats, settings=r.eff, layout=r.layout,
-                refits=int(st.aux_seeds), nulls=int(st.null_transports), seed=st.seed,
-                hold=st.hold)
-        else:
-            r.passes = prepare_effects(
-                r.views, null_nets_for(sc, z, st.null_permutations, seed=st.seed,
-                                       **_aux_settings(st)),
-                target, sc, z, r.feats, settings=r.eff, batch_size=r.batch, layout=r.layout)
+        r.passes = [] if st.verdict != "effect" else _effect_passes(r, target)
         if sampled_scores(st, r.target):
             r.sampled = sample_scores(r.views, sc, r.batch)
     except SystemExit:
         raise AuditInterrupted from None
+
+
+def _effect_passes(r: Run, target) -> list:
+    """The effect verdict's pass per protected attribute, in the views' order (the primary
+    first): by transport where ``--counterfactual transport`` can carry the rows (an
+    attribute with groups), else by the aux counterfactual."""
+    from faux.audit.effect_pass import null_nets_for
+    from faux.audit.effect_pass import prepare as prepare_effects
+    from faux.audit.transport_pass import carried
+    from faux.audit.transport_pass import prepare as prepare_transports
+
+    st, sc = r.st, r.sc
+
+    def by_transport(v) -> bool:
+        return st.counterfactual == "transport" and carried(v)
+
+    passes = []
+    if any(by_transport(v) for v in r.views):
+        passes += prepare_transports(
+            r.views, target, sc, r.feats, settings=r.eff, layout=r.layout,
+            refits=int(st.aux_seeds), nulls=int(st.null_transports), seed=st.seed,
+            hold=st.hold)
+    if any(v.kind == "attribute" and not by_transport(v) for v in r.views):
+        passes += prepare_effects(
+            r.views, null_nets_for(sc, r.z_sample, st.null_permutations, seed=st.seed,
+                                   **_aux_settings(st)),
+            target, sc, r.z_sample, r.feats, settings=r.eff, batch_size=r.batch,
+            layout=r.layout, which=lambda v: not by_transport(v))
+    order = [v.name for v in r.views]
+    return sorted(passes, key=lambda p: order.index(p.name))
 
 
 def sampled_scores(st: AuditSettings, target) -> bool:

@@ -81,17 +81,25 @@ def held(features, hold) -> list[int]:
     return [i for i, f in enumerate(features) if any(_names(f.name, h) for h in hold)]
 
 
+def carried(view) -> bool:
+    """Whether the transport can carry a view's rows: an attribute with groups (binary or
+    categorical; a continuous one is left to the aux counterfactual)."""
+    return view.kind == "attribute" and view.info.kind != "continuous"
+
+
 def prepare(views, target, sc, feats, *, settings, layout=None, refits: int, nulls: int,
             seed: int, hold=()) -> list[TransportPass]:
-    """A ``TransportPass`` per attribute view (the first is the primary one); a continuous
-    attribute is refused (it has no groups to carry a row between)."""
+    """A ``TransportPass`` per attribute view that is ``carried`` (the first view is the
+    primary one). ``layout``: the features' categorical blocks when known
+    (``faux.audit.encoders``), else inferred from the sample (``Layout.infer``: one-hot
+    blocks, 0/1 columns)."""
+    from faux.audit.layout import Layout
+
+    layout = layout if layout is not None else Layout.infer(sc.x, feats)
     out = []
     for i, v in enumerate(views):
-        if v.kind != "attribute":
+        if not carried(v):
             continue
-        if v.info.kind == "continuous":
-            raise ConfigError(f"protected attribute {v.name!r} is continuous: the transport "
-                              "carries a row between groups; pass --counterfactual aux")
         out.append(TransportPass(v.name, v.info, sc, v.sample_c, feats, settings=settings,
                                  proba=target.proba, primary=i == 0, layout=layout,
                                  refits=refits, nulls=nulls, seed=seed, hold=hold))

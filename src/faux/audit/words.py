@@ -86,6 +86,10 @@ def transport_headline(eff: dict, st) -> str:
             f"transports); model-level test {_p(test['p_value'])}; held fixed: {held}")
     m = eff["mean_abs_effect"]
     mean = _num(m) if getattr(st, "regression", False) else f"{m:.3f}"
+    if k == 0:
+        return (f"{a}: no row flagged: for none of the {n:,} rows does the same person in the "
+                f"other {a} group (what {a} does not change held fixed) {_criterion(st)} "
+                f"under every one of the {eff['fits']} fits; {tail}")
     return (f"{a}: {k:,} of {n:,} rows ({k / max(n, 1):.2%}) flagged: the same person in the "
             f"other {a} group (what {a} does not change held fixed) {_criterion(st)} under "
             f"every one of the {eff['fits']} fits (mean |effect| over all rows {mean}); "
