@@ -4,8 +4,9 @@ and ``faux audit ...``, in process), and each ``text`` block must match what the
 since the previous one printed: every line of the block is found among the printed lines with
 the same words, and its numbers agree (logistic regression and aux models trained on another
 CPU may differ in the last digits; the seconds are not compared). The stable facts are then
-checked as such: which attribute, which features moved, and that the audit flags every
-married row whose decision the Husband <-> Wife swap changes. Needs Adult in the data root.
+checked as such: which features are held fixed and which move, that sex's flags exceed what
+chance gives and race's do not, and that the Husband <-> Wife swap (the same marriage, the
+other sex) is another question than the transport's. Needs Adult in the data root.
 """
 
 import json
@@ -104,12 +105,16 @@ def test_the_worked_example_prints_what_the_docs_show(tmp_path, monkeypatch, cap
     s = json.loads((tmp_path / "audit" / "summary.json").read_text(encoding="utf-8"))
     assert s["data"]["protected"] == "sex" and list(s["effects"]) == ["sex", "race"]
     assert s["data"]["rows"] == 3000 and s["gate"]["passed"]
-    sex = s["effects"]["sex"]["rows"]
-    assert sum(r["group"] == "Female" for r in sex) > 0.8 * len(sex)
-    moved = {m.split(":")[0] for r in sex for m in r["moved"]}
+    sex, race = s["effects"]["sex"], s["effects"]["race"]
+    assert {"education", "native-country"} <= set(sex["held_fixed"])
+    assert {"relationship", "marital-status"} <= set(sex["moved"])
+    moved = {m.split(":")[0] for r in sex["rows"] for m in r["moved"]}
     assert {"relationship", "marital-status"} <= moved
-    assert any(m.endswith("→ Husband") for r in sex for m in r["moved"])
-    # every married row whose decision the Husband <-> Wife swap alone changes is flagged
+    # sex: far more flags than c-blind transports give; race: none beyond them
+    assert sex["model_test"]["p_value"] < 1e-3
+    assert sex["flagged"] > 10 * sex["expected_false_flags"]["count"]
+    assert race["model_test"]["p_value"] > 0.05
+    # the Husband <-> Wife swap asks another question: few of its flips are the transport's
     swap = next(ln for ln in everything if "married rows: the swap changes" in ln)
     married, changes, flagged = numbers(swap)
-    assert married > changes > 0 and flagged == changes
+    assert married > changes > flagged > 0

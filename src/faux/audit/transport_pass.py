@@ -3,14 +3,16 @@ row carried to the other group keeping who the person is, and the model's decisi
 row against its decision at the carried row.
 
 Fitted on the audit's sample: ``refits`` transports (the first on the sample, the others on
-bootstrap resamples of it; their spread is the effect's interval) and ``nulls`` families of
-as many transports fitted with the attribute permuted (c-blind: they hold fixed what the
+bootstrap resamples of it; their spread is the effect's interval) and ``nulls`` transports
+fitted on the whole sample with the attribute permuted (c-blind: they hold fixed what the
 real ones hold fixed and move the rest by estimation noise alone). A row is flagged when its
 decision changes under every refit (with ``materiality`` δ: ``|p_cf - p| >= δ`` with one
 sign). From the nulls, measured on the sample:
 
-- the expected false flags: each null family's flagged sample rows, scaled to all rows, with
-  their mean and a 95 % interval (a negative binomial with the nulls' mean and dispersion);
+- the expected false flags: each null's flagged sample rows (one fit each: at least as many
+  as a family of ``refits`` fits would agree on, so the count errs high), scaled to all
+  rows, with their mean and a 95 % interval (a negative binomial with the nulls' mean and
+  dispersion);
 - the model-level test: the flagged sample rows against the nulls' counts under that same
   distribution (its resolution is not limited by the number of nulls), beside the rank of
   the observed count among them;
@@ -124,15 +126,17 @@ class TransportPass:
                                  hold=held(self.features, hold))
         self.transports = [first] + [self._refit(first, x, g, rng.integers(len(x), size=len(x)))
                                      for _ in range(refits - 1)]
-        self.lo = x.min(axis=0) - 1e-9
-        self.hi = x.max(axis=0) + 1e-9
+        from faux.methods.first_order import widened_range
+
+        # the sample's range per feature, widened as the aux counterfactual's is
+        self.lo, self.hi = widened_range(x.min(axis=0), x.max(axis=0),
+                                         settings.support_margin)
+        self.lo, self.hi = self.lo - 1e-9, self.hi + 1e-9
         self.null_counts, null_dp = [], []
         p0 = None
         for _ in range(nulls):
             perm = rng.permutation(g)
-            fam = [self._refit(first, x, perm, rng.integers(len(x), size=len(x)) if i else None)
-                   for i in range(refits)]
-            p0, p_cf, _, _ = self._effects(fam, x, g, p0)
+            p0, p_cf, _, _ = self._effects([self._refit(first, x, perm, None)], x, g, p0)
             v = _verdict(p0, p_cf, settings.decision_threshold, settings.materiality)
             self.null_counts.append(int(v["flagged"].sum()))
             null_dp.append(p_cf - p0[None])
