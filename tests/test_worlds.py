@@ -245,7 +245,7 @@ def test_the_runner_writes_the_tables_and_resumes(tmp_path, capsys):
                                          if k != "sample"], "--audit-arg", "sample=300"]
     from faux.worlds.run import COUNTERFACTUALS
 
-    n_jobs = 2 * (3 * len(COUNTERFACTUALS) - 1)  # 2 worlds x 3 models; with_c is not audited
+    n_jobs = 2 * (3 * len(COUNTERFACTUALS) - 2)  # 2 worlds x 3 models; with_c is not audited
     assert main(args) == 0
     out = capsys.readouterr().out
     assert f"[{n_jobs}/{n_jobs}]" in out and "| model | counterfactual |" in out
@@ -293,11 +293,11 @@ def test_the_rule_picks_the_best_eligible_candidate_and_the_simpler_on_a_tie():
                 for m in ("fair_logistic", "fair_mlp")]
         return out
 
-    df = pd.DataFrame(rows("audit", 0.5, 30) + rows("transport", 0.9, 0)
+    df = pd.DataFrame(rows("audit_aux", 0.5, 30) + rows("transport", 0.9, 0)
                       + rows("transport_sinks_last", 0.95, 20))
     table, chosen = selection(df)
     assert chosen == "transport"            # sinks_last is better but flags 2 % of fair rows
     assert table.set_index("counterfactual")["eligible"].to_dict() == {
-        "audit": False, "transport": True, "transport_sinks_last": False}
+        "audit_aux": False, "transport": True, "transport_sinks_last": False}
     df = pd.DataFrame(rows("transport", 0.9, 0) + rows("transport_sinks_last", 0.905, 0))
     assert selection(df)[1] == "transport"  # within 0.01: the simpler one

@@ -108,7 +108,7 @@ def by_source_table(df: pd.DataFrame, models, cfs) -> str:
 
 #: the candidates for the audit's default counterfactual, simplest first (docs/decisions.md,
 #: "The audit's default counterfactual: the rule")
-CANDIDATES = ("audit", "transport", "transport_sinks_last")
+CANDIDATES = ("audit_aux", "transport", "transport_sinks_last")
 UNFAIR = ("logistic", "mlp", "trees")
 FAIR = ("fair_logistic", "fair_mlp")
 #: the most false flags (a share of the rows) a candidate's fair models may have, median

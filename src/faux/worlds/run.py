@@ -2,7 +2,7 @@
 
 For each world (``faux.worlds.catalog``): the models are trained on its rows
 (``faux.worlds.models``), the reference counterfactuals fitted on its rows and c
-(``faux.worlds.counterfactuals``), today's ``faux audit`` run at its defaults on each model
+(``faux.worlds.counterfactuals``), ``faux audit`` run at its defaults and with the aux counterfactual on each model
 (not on ``with_c``, which reads c itself), and each estimate scored against the exact
 counterfactual (``faux.worlds.evaluate``). Writes ``DIR/worlds.csv`` (one row per world, model
 and counterfactual) and ``DIR/worlds.md`` (medians over worlds), and prints a line per job
@@ -10,7 +10,7 @@ and the medians table.
 
 Seeds are fixed (worlds, models, the audit's ``seed=0``), so a rerun writes the same files.
 Each finished job is appended to ``DIR/worlds.<profile>.jobs.jsonl``; a rerun with the same
-settings skips the jobs found there (``--fresh`` ignores them). Runs on one CPU thread
+settings and the same faux source skips the jobs found there (``--fresh`` ignores them). Runs on one CPU thread
 (``OMP_NUM_THREADS=1`` unless set, torch one thread) with the harness's pinned kernels
 (``faux.kernels``).
 """
@@ -26,9 +26,10 @@ import time
 import warnings
 from pathlib import Path
 
-COUNTERFACTUALS = ("audit", "transport", "transport_sinks_last", "mean_shift", "quantile_map",
-                   "oracle")
-AUDIT = "audit"
+COUNTERFACTUALS = ("audit", "audit_aux", "transport", "transport_sinks_last", "mean_shift",
+                   "quantile_map", "oracle")
+#: the audits run end to end: at its defaults, and with the aux counterfactual
+AUDITS = {"audit": {}, "audit_aux": {"counterfactual": "aux"}}
 OUT = Path("outputs/results")
 
 
@@ -117,7 +118,7 @@ def plan(catalog: dict, models, cfs) -> list[tuple[str, str, str]]:
     from faux.worlds.models import READS_C
 
     return [(w, m, cf) for w in catalog for m in models for cf in cfs
-            if not (cf == AUDIT and m in READS_C)]
+            if not (cf in AUDITS and m in READS_C)]
 
 
 def _fmt(v) -> str:
@@ -143,10 +144,11 @@ def run_world(name: str, source: str, build, jobs, cache: JobCache, audit_kw: di
         t0, caught = time.perf_counter(), []
         model = models[m]
         tr = truths.setdefault(m, truth(model, world))
-        if cf == AUDIT:
+        if cf in AUDITS:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                scores = score_audit(run_audit(model, world, **audit_kw), model, world, tr)
+                res = run_audit(model, world, **{**AUDITS[cf], **audit_kw})
+                scores = score_audit(res, model, world, tr)
         else:
             if cf not in transports:
                 transports[cf] = make_transport(cf, world).fit(world.X, world.c)
@@ -185,7 +187,10 @@ def main(argv=None) -> int:
     models = [m for m in MODELS if not args.models or m in args.models]
     cfs = [cf for cf in COUNTERFACTUALS if not args.counterfactuals or cf in args.counterfactuals]
     audit_kw = audit_kwargs(args.audit_arg)
-    settings = {**vars(profile), "audit": audit_kw}
+    from faux.harness.cache import package_version
+
+    # a job recorded under other settings or other code is done again
+    settings = {**vars(profile), "audit": audit_kw, "code": package_version()}
     cache = JobCache(args.out / f"worlds.{profile.name}.jobs.jsonl", settings, args.fresh)
     jobs = plan(worlds, models, cfs)
     done = [sum(j in cache.rows for j in jobs)]
