@@ -238,3 +238,84 @@ def test_the_model_is_called_once_per_row_and_fit():
     g = np.random.default_rng(0).integers(0, 3, len(X))
     res = _audit(_Reads([0.3, 0.0, 0.0, 4.0]), X, np.array(["a", "b", "z"])[g], aux_seeds=2)
     assert res.summary["verdict"]["model_calls_per_row"] == 1 + 2 * 2
+
+
+def test_a_model_that_reads_the_attribute_itself_is_flipped_with_what_it_causes():
+    """The commonest unfair model: c is one of its inputs. Its column is flipped with what c
+    causes (proxy), or alone with direct_only; the aux counterfactual refuses it."""
+    from faux.errors import ConfigError
+
+    X, c = _world(1200)
+    Xc = X.assign(c=c)
+    both = _Reads5([0.0, 0.0, 0.0, 2.0, 2.0])     # reads proxy and c
+    res = _audit(both, Xc, "c", features=[*X.columns, "c"])   # c: X's own column
+    e = res.summary["effects"]["c"]
+    assert e["reads_attribute"] and not e["direct_only"] and e["moved"] == ["proxy"]
+    assert any(m.startswith("c: ") for m in e["rows"][0]["moved"])
+    direct = _audit(both, Xc, "c", features=[*X.columns, "c"], direct_only=True)
+    d = direct.summary["effects"]["c"]
+    assert d["direct_only"] and d["moved"] == [] and 0 < d["flagged"] < e["flagged"]
+    # only the direct path: the rows whose decision c's own term decides
+    x = Xc.to_numpy(dtype=float)
+    logit = 2 * x[:, 3] + 2 * x[:, 4] - 2
+    flip = (logit >= 0) != (logit + 2 * (1 - 2 * c) >= 0)
+    assert d["flagged"] == int(flip.sum())
+    with pytest.raises(ConfigError, match="reads the protected column 'c' itself"):
+        import faux
+
+        faux.audit(both, Xc, "c", features=[*X.columns, "c"], counterfactual="aux",
+                   aux_epochs=2, progress=False)
+
+
+class _Reads5(_Reads):
+    def forward(self, x):
+        return x @ self.w - 2.0
+
+
+def test_a_pipeline_that_encodes_the_protected_column_itself_is_audited(tmp_path):
+    """A Pipeline whose encoder reads sex (and the file holding it): the protected column is
+    both the attribute and one of the model's raw columns."""
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from faux.audit.cli import main
+
+    rng = np.random.default_rng(3)
+    n = 1500
+    sex = rng.choice(["Female", "Male"], n)
+    X = pd.DataFrame({"sex": sex, "hours": 40 + 5 * (sex == "Male") + 8 * rng.normal(size=n),
+                      "x": rng.normal(size=n)})
+    y = ((X.sex == "Male") * 1.0 + (X.hours - 40) / 10 + X.x > 0.8).astype(int)
+    pipe = Pipeline([("pre", ColumnTransformer([("cat", OneHotEncoder(), ["sex"])],
+                                               remainder="passthrough")),
+                     ("lr", LogisticRegression())]).fit(X, y)
+    import skops.io as sio
+
+    sio.dump(pipe, tmp_path / "m.skops")
+    X.to_csv(tmp_path / "d.csv", index=False)
+    rc = main(["audit", "--model", str(tmp_path / "m.skops"), "--data", str(tmp_path / "d.csv"),
+               "--protected", "sex", "--out", str(tmp_path / "out"), "--aux-epochs", "2",
+               "--null-transports", "3", "--no-progress"])
+    assert rc == 0
+    import json
+
+    e = json.loads((tmp_path / "out" / "summary.json").read_text())["effects"]["sex"]
+    assert e["reads_attribute"] and "remainder__hours" in e["moved"]
+    assert "remainder__x" in e["held_fixed"]
+    assert e["flagged"] > 0 and any(m.startswith("sex: Female → Male") or
+                                    m.startswith("sex: Male → Female")
+                                    for r in e["rows"] for m in r["moved"])
+
+
+def test_the_excess_gate_fails_an_unfair_model_and_passes_a_fair_one():
+    X, c = _world(1200)
+    unfair = _audit(_Reads([0.3, 0.0, 0.0, 4.0]), X, c, max_excess_flags=0.01)
+    assert not unfair.passed and "more than the" in unfair.summary["gate"]["reasons"][0]
+    fair = _audit(_Reads([1.0, -1.0, 0.5, 0.0]), X, c, max_excess_flags=0.0)
+    assert fair.passed and fair.summary["gate"]["reasons"] == []
+    assert fair.summary["settings"]["max_excess_flags"] == 0.0
+    with pytest.raises(Exception, match="max_excess_flags must be a share"):
+        _audit(_Reads([1.0, -1.0, 0.5, 0.0]), X, c, max_excess_flags=2)

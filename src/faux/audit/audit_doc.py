@@ -128,6 +128,14 @@ counterfactual : {"transport", "aux"}, default "aux"
 hold : list of str, default ()
     With the transport: feature columns the attribute cannot cause, held fixed whatever
     the dependence test says (for a Pipeline that encodes its columns: its raw columns).
+max_excess_flags : float, optional
+    A gate of the transport's verdict: it fails (``AuditResult.passed`` False, exit 1) when
+    an attribute's flags exceed the upper end of the 95 % interval of what chance flags
+    (the null transports) by more than this share of the rows; 0 fails on any excess.
+direct_only : bool, default False
+    For a model that reads the protected column itself (it is among its features): flip
+    that column alone, nothing it causes (the classic flip test). By default the column is
+    flipped together with what the transport carries.
 null_transports : int, default 10
     With the transport: transports fitted with the attribute permuted; their flags on the
     sample are the expected false flags (mean and 95 % interval, scaled to the rows) and

@@ -185,6 +185,13 @@ def _add_verdict(a) -> None:
                    help="with --counterfactual transport: feature columns the protected "
                    "attribute cannot cause, held fixed whatever the data say (default: those "
                    "whose distribution does not depend on it, by a test)")
+    a.add_argument("--max-excess-flags", type=_number, default=D.max_excess_flags,
+                   metavar="R", help="gate (exit 1): an attribute's flags exceed the upper "
+                   "end of the 95 %% interval of what chance flags (the null transports) by "
+                   "more than this share of the rows; 0 fails on any excess (default: none)")
+    a.add_argument("--direct-only", action="store_true",
+                   help="for a model that reads the protected column itself: flip that column "
+                   "alone (the classic flip test), not what the attribute causes with it")
     a.add_argument("--null-transports", type=_int, default=D.null_transports, metavar="N",
                    help="with --counterfactual transport: transports fitted with the "
                    "attribute permuted, which give the expected false flags and the "
@@ -402,7 +409,9 @@ def _main(argv, settled) -> int:
                         verdict=args.verdict, decision_threshold=args.decision_threshold,
                         materiality=args.materiality, steps=args.steps, task=args.task,
                         positive_label=args.positive_label, counterfactual=args.counterfactual,
-                        hold=args.hold, null_transports=args.null_transports)
+                        hold=args.hold, null_transports=args.null_transports,
+                        direct_only=args.direct_only,
+                        max_excess_flags=args.max_excess_flags)
     except FauxError as err:
         print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_INPUT

@@ -28,7 +28,8 @@ def suggestion(name: str, columns: Sequence[str]) -> str:
 def check_columns(columns: Sequence[str], protected, label: str | None,
                   features: Sequence[str] | None, what: str) -> list[str]:
     """The feature columns; one-line DataError for a missing or misspelled name.
-    ``protected``: one column name or a list of them."""
+    ``protected``: one column name or a list of them. A protected column is a feature only
+    when ``features`` name it (a model that reads the attribute itself)."""
     cols = list(columns)
     prot = protected_list(protected)
     if len(set(prot)) != len(prot):
@@ -44,10 +45,9 @@ def check_columns(columns: Sequence[str], protected, label: str | None,
                 raise DataError(f"feature column {name!r} is not in {what}; "
                                 f"{suggestion(name, cols)}")
         feats = list(features)
-        for role, name in [*(("protected", p) for p in prot), ("label", label)]:
-            if name in feats:
-                raise ConfigError(f"{role} column {name!r} is also listed in --features; the "
-                                  "model must not read it (remove it from --features)")
+        if label is not None and label in feats:
+            raise ConfigError(f"label column {label!r} is also listed in --features; the "
+                              "model must not read it (remove it from --features)")
     else:
         feats = [c for c in cols if c not in (*prot, label)]
     if not feats:

@@ -97,7 +97,9 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
           materiality: float | None = DEFAULTS.materiality, steps: int = DEFAULTS.steps,
           support_margin: float = DEFAULTS.support_margin, task: str = DEFAULTS.task,
           positive_label=DEFAULTS.positive_label, counterfactual: str = DEFAULTS.counterfactual,
-          hold=DEFAULTS.hold, null_transports: int = DEFAULTS.null_transports) -> AuditResult:
+          hold=DEFAULTS.hold, null_transports: int = DEFAULTS.null_transports,
+          direct_only: bool = DEFAULTS.direct_only,
+          max_excess_flags: float | None = DEFAULTS.max_excess_flags) -> AuditResult:
     """Audit ``model`` for individual unfairness with respect to protected attributes.
 
     Every row is scored; by default a row is flagged when the model's decision changes at

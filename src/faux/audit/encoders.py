@@ -305,7 +305,9 @@ class EncodedSource(Source):
                             f"do not have; pass data with the columns it was fitted on")
         self.raw, self.enc = raw, enc
         self.name, self.n_rows = raw.name, raw.n_rows
-        self.columns = list(enc.names) + [c for c in raw.columns if c not in enc.raw_features]
+        # the raw columns stay readable beside the encoded ones (a protected column the
+        # model encodes itself is still the attribute's values)
+        self.columns = list(enc.names) + [c for c in raw.columns if c not in enc.names]
         for attr in ("c_names", "y_name", "c_name"):
             if hasattr(raw, attr):
                 setattr(self, attr, getattr(raw, attr))

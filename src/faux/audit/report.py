@@ -216,8 +216,8 @@ def render(result) -> str:
                      "top_features": list(r.top_features)}
                     for r in result.top_flagged.itertuples()]
     return environment().get_template(TEMPLATE).render(
-        s=s, gate_set=not (s["settings"]["fail_above"] is None
-                           and s["settings"]["max_flagged_rate"] is None),
+        s=s, gate_set=not all(s["settings"].get(k) is None for k in (
+            "fail_above", "max_flagged_rate", "max_excess_flags")),
         settings_rows=_settings_rows(s), null_quantile_names=names,
         has_null=f"null:{s['settings']['primary']}" in result.plot_scores,
         groups=groups, group_views=_group_views(groups) if groups else [],

@@ -99,7 +99,8 @@ class AuditResult:
         rates = ", ".join(f"{m} {v['rate_above']:.2%}" for m, v in s.get("thresholds", {}).items())
         where = (f"out_dir: {self.out_dir}" if self.out_dir is not None else
                  "out_dir: None (scores in memory)")
-        gate = ("no gate" if st.get("fail_above") is None and st.get("max_flagged_rate") is None
+        gate = ("no gate" if all(st.get(k) is None for k in (
+            "fail_above", "max_flagged_rate", "max_excess_flags"))
                 else "gate passed" if self.passed else "gate FAILED")
         if st.get("verdict", "score") == "effect":
             v = s.get("verdict") or {}

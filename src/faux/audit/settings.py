@@ -86,6 +86,8 @@ class AuditSettings:
     counterfactual: str = COUNTERFACTUAL
     hold: tuple = ()
     null_transports: int = NULL_TRANSPORTS
+    direct_only: bool = False
+    max_excess_flags: float | None = None
 
     @classmethod
     def names(cls) -> list[str]:
@@ -110,6 +112,10 @@ class AuditSettings:
                       self.support_margin, self.fail_above, self.task)
         _check_positive_label(self.positive_label, has_label)
         _check_counterfactual(self.counterfactual, self.hold, self.null_transports)
+        v = self.max_excess_flags
+        if v is not None and (not _is_number(v) or not math.isfinite(v) or not 0 <= v <= 1):
+            raise ConfigError(f"max_excess_flags (--max-excess-flags) must be a share of the "
+                              f"rows from 0 to 1, got {v!r}")
         if self.fd_scores not in FD_SCORES:
             raise ConfigError(f"fd_scores (--fd-scores) must be one of {', '.join(FD_SCORES)}, "
                               f"got {self.fd_scores!r}")

@@ -140,16 +140,15 @@ def fed_by_name(target, feats, given, columns, prot, label, what: str) -> list[s
     """The feature columns of a model that stores the names of the columns it was fitted on
     (``TargetModel.feature_names``): those names, in the model's order, read from the data
     by name (in any order). One line for a name the data lack (the close ones suggested),
-    for ``given`` features (``--features``) that are not the model's names, and for a
-    protected or label column the model reads. A model without stored names: ``feats``."""
+    for ``given`` features (``--features``) that are not the model's names, and for the
+    label column among them (a protected column among them is the attribute the model reads
+    itself). A model without stored names: ``feats``."""
     names = target.feature_names
     if names is None:
         return feats
-    for role, col in [*(("protected", p) for p in prot), ("label", label)]:
-        if col is not None and col in names:
-            raise ConfigError(f"the model was fitted on the {role} column {col!r} (its stored "
-                              "feature names include it); audit a model that does not read "
-                              "it")
+    if label is not None and label in names:
+        raise ConfigError(f"the model was fitted on the label column {label!r} (its stored "
+                          "feature names include it); audit a model that does not read it")
     if given is not None and list(given) != list(names) and set(given) != set(names):
         lacks = [n for n in names if n not in given]
         extra = [f for f in given if f not in names]
@@ -378,7 +377,13 @@ def _effect_passes(r: Run, target) -> list:
         passes += prepare_transports(
             r.views, target, sc, r.feats, settings=r.eff, layout=r.layout,
             refits=int(st.aux_seeds), nulls=int(st.null_transports), seed=st.seed,
-            hold=st.hold)
+            hold=st.hold, direct_only=st.direct_only)
+    reads = [v.name for v in r.views if v.kind == "attribute" and not by_transport(v)
+             and v.name in r.feature_of]
+    if reads:
+        raise ConfigError(f"the model reads the protected column {reads[0]!r} itself: only the "
+                          "transport counterfactual flips it (--counterfactual transport, a "
+                          "binary or categorical attribute)")
     if any(v.kind == "attribute" and not by_transport(v) for v in r.views):
         passes += prepare_effects(
             r.views, null_nets_for(sc, r.z_sample, st.null_permutations, seed=st.seed,

@@ -15,14 +15,34 @@ UNREACHABLE_WARN = 0.01  # a warning when more rows than this share are unreacha
 OFF_SUPPORT_WARN = 0.05  # ... or have their counterfactual off the data's support
 
 
-def gate_reasons(r, rate: float) -> list[str]:
+def _excess(effects: dict, limit: float, n: int) -> list[str]:
+    """Per attribute whose flags exceed the upper end of the 95 % interval of what chance
+    flags (measured by the null transports) by more than ``limit`` of the rows."""
+    out = []
+    for name, e in effects.items():
+        interval = e["expected_false_flags"].get("interval")
+        if interval is None:  # the aux counterfactual measures no interval
+            continue
+        excess = e["flagged"] - interval[1]
+        if excess > limit * n:
+            out.append(f"{name}: {e['flagged']:,} rows flagged, {excess:,.0f} more than the "
+                       f"{interval[1]:,.0f} chance flags at most (95 %), above "
+                       f"{limit:.4%} of the rows")
+    return out
+
+
+def gate_reasons(r, rate: float, effects: dict | None = None) -> list[str]:
     """Why the gate failed (empty: passed or none set)."""
     st, n_flag = r.st, r.n_flag
     limit = st.max_flagged_rate
-    if r.passes:  # the effect verdict: only --max-flagged-rate gates
+    if r.passes:  # the effect verdict: --max-flagged-rate and --max-excess-flags gate
+        out = []
         if limit is not None and rate > limit:
-            return [f"flagged rate {rate:.4%} exceeds {limit:.4%}: {n_flag:,} rows flagged "
-                    f"by the effect verdict for {r.c_cols[0]}"]
+            out.append(f"flagged rate {rate:.4%} exceeds {limit:.4%}: {n_flag:,} rows flagged "
+                       f"by the effect verdict for {r.c_cols[0]}")
+        if st.max_excess_flags is not None and effects:
+            out += _excess(effects, st.max_excess_flags, r.sc.n_rows)
+        return out
     elif st.fail_above is not None:
         allowed = limit if limit is not None else 0.0
         if rate > allowed:
@@ -37,6 +57,7 @@ def _settings(r) -> dict:
     st, eff = r.st, r.eff
     return {"methods": r.methods, "primary": r.primary, "threshold": r.thr,
             "fail_above": st.fail_above, "max_flagged_rate": st.max_flagged_rate,
+            "max_excess_flags": st.max_excess_flags,
             "sample": int(len(r.sc.sample_rows)), "batch_size": int(st.batch_size),
             "seed": st.seed, "aux": st.aux, "verdict": st.verdict,
             "decision_threshold": eff.decision_threshold, "materiality": eff.materiality,
@@ -70,7 +91,7 @@ def build(r) -> dict:
     r.row_values.attach(effects)
     outcomes, performance = r.outcome.finish()
     flagged_by_group(r.per_group)
-    r.gate = gate_reasons(r, rate)
+    r.gate = gate_reasons(r, rate, effects)
     groups = finish_views(r.views, sc, r.z_sample, r.feature_of, r.methods, n_rows=n,
                           alpha=st.alpha, seed=st.seed, primary_threshold=r.thr,
                           effect_views=set(effects))

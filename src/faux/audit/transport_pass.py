@@ -65,6 +65,24 @@ def count_test(observed: int, null_counts) -> dict:
             "interval": [float(lo), float(hi)]}
 
 
+def _own_values(f, info) -> np.ndarray:
+    """Per group of the attribute, the values its own feature ``f`` takes: the code of the
+    level named as the group (a category, or a 0/1 column), else the group's value itself."""
+    if f.categorical:
+        names = [str(v) for v in f.levels]
+        missing = [str(v) for v in info.levels if str(v) not in names]
+        if missing:
+            raise ConfigError(f"the model reads {f.name!r} itself, but its levels {names[:8]} "
+                              f"lack the group(s) {missing[:4]}; pass the attribute's column "
+                              "as the model was fitted on it")
+        return np.stack([f.codes[names.index(str(v))] for v in info.levels])
+    try:
+        return np.array([[float(v)] for v in info.levels])
+    except (TypeError, ValueError):
+        raise ConfigError(f"the model reads {f.name!r} itself as a number, but its groups "
+                          f"{[str(v) for v in info.levels][:4]} are not numbers") from None
+
+
 def _names(feature: str, column: str) -> bool:
     """Whether a feature of the model's input is the column ``column`` (itself, or a
     Pipeline's encoding of it: ``numbers__age`` for ``age``)."""
@@ -90,7 +108,7 @@ def carried(view) -> bool:
 
 
 def prepare(views, target, sc, feats, *, settings, layout=None, refits: int, nulls: int,
-            seed: int, hold=()) -> list[TransportPass]:
+            seed: int, hold=(), direct_only: bool = False) -> list[TransportPass]:
     """A ``TransportPass`` per attribute view that is ``carried`` (the first view is the
     primary one). ``layout``: the features' categorical blocks when known
     (``faux.audit.encoders``), else inferred from the sample (``Layout.infer``: one-hot
@@ -104,7 +122,8 @@ def prepare(views, target, sc, feats, *, settings, layout=None, refits: int, nul
             continue
         out.append(TransportPass(v.name, v.info, sc, v.sample_c, feats, settings=settings,
                                  proba=target.proba, primary=i == 0, layout=layout,
-                                 refits=refits, nulls=nulls, seed=seed, hold=hold))
+                                 refits=refits, nulls=nulls, seed=seed, hold=hold,
+                                 direct_only=direct_only))
     return out
 
 
@@ -113,17 +132,24 @@ class TransportPass:
     batch (the interface of ``faux.audit.effect_pass.EffectPass``)."""
 
     def __init__(self, name, info, sc, sample_c, feats, *, settings, proba, primary: bool,
-                 layout=None, refits: int = 3, nulls: int = 10, seed: int = 0, hold=()):
+                 layout=None, refits: int = 3, nulls: int = 10, seed: int = 0, hold=(),
+                 direct_only: bool = False):
         self.name, self.info, self.kind = name, info, info.kind
         self.st, self.proba, self.primary = settings, proba, primary
         self.feats = list(feats)
         self.k = len(info.levels)
         self.sample_rows, self.n_sample = sc.sample_rows, len(sc.x)
-        self.features = tp.features_of(sc.x.shape[1], layout, feats)
+        every = tp.features_of(sc.x.shape[1], layout, feats)
+        # the attribute itself among the model's features: set to the other group's value,
+        # never transported; the rest carried (none of it with ``direct_only``)
+        self.own = [f for f in every if f.name == name]
+        self.own_values = [_own_values(f, info) for f in self.own]
+        self.features = [f for f in every if f.name != name]
+        self.direct_only = bool(direct_only)
         x, g = np.asarray(sc.x, dtype=np.float64), info.index(sample_c)
         rng = np.random.default_rng(seed)
-        first = tp.fit_transport(x, g, self.k, self.features,
-                                 hold=held(self.features, hold))
+        fixed = list(range(len(self.features))) if direct_only else held(self.features, hold)
+        first = tp.fit_transport(x, g, self.k, self.features, hold=fixed)
         self.transports = [first] + [self._refit(first, x, g, rng.integers(len(x), size=len(x)))
                                      for _ in range(refits - 1)]
         from faux.methods.first_order import widened_range
@@ -142,10 +168,33 @@ class TransportPass:
             null_dp.append(p_cf - p0[None])
         self.pool = np.sort(np.abs(np.concatenate(null_dp).reshape(-1))) if null_dp else \
             np.zeros(0)
+        self.plausibility = self._plausibility(first, x, g, seed)
         self.s_flag = np.zeros(self.n_sample, dtype=bool)
         self.n = self.n_flag = self.n_change = self.n_off = 0
         self.abs_sum = 0.0
         self.top: list = []
+
+    def _carry(self, t, x, g, g_to) -> tp.Transported:
+        """``t``'s transport of rows ``x``, the attribute's own columns set to ``g_to``."""
+        out = t.transport(x, g, g_to)
+        for f, values in zip(self.own, self.own_values, strict=True):
+            out.x[:, list(f.columns)] = values[g_to]
+        return out
+
+    def _plausibility(self, t, x, g, seed) -> dict:
+        """Per group h, how well a classifier tells the sample rows carried to h from the
+        real rows of h (``faux.audit.transport.two_sample_auc``; near 0.5: alike), and the
+        same for the rows as they are (the attribute's own separation, for scale)."""
+        out = {}
+        for h in range(self.k):
+            src = g != h
+            if src.sum() < 10 or (g == h).sum() < 10:
+                continue
+            moved = self._carry(t, x[src], g[src], np.full(int(src.sum()), h)).x
+            out[str(self.info.levels[h])] = {
+                "carried": tp.two_sample_auc(moved, x[g == h], seed),
+                "as_they_are": tp.two_sample_auc(x[src], x[g == h], seed)}
+        return out
 
     @staticmethod
     def _refit(first, x, g, rows):
@@ -166,7 +215,7 @@ class TransportPass:
         n = len(x)
         best_cf, best_x, best_to = None, None, None
         for g_to in self._targets(g):
-            outs = [t.transport(x, g, g_to) for t in transports]
+            outs = [self._carry(t, x, g, g_to) for t in transports]
             calls = [x] if p is None else []
             vals = self.proba(np.concatenate(calls + [o.x for o in outs]))
             if p is None:
@@ -238,6 +287,13 @@ class TransportPass:
 
     def _moved_words(self, x_row, cf_row, moved_row) -> list[str]:
         out = []
+        for f in self.own:  # the attribute itself, as the model reads it
+            if f.categorical:
+                a, b = f.levels_of(x_row[None])[0], f.levels_of(cf_row[None])[0]
+                out.append(f"{f.name}: {f.levels[a]} → {f.levels[b]}")
+            else:
+                j = f.columns[0]
+                out.append(f"{f.name}: {x_row[j]:.4g} → {cf_row[j]:.4g}")
         for pos, i in enumerate(self.transports[0].moved):
             if not moved_row[pos]:
                 continue
@@ -301,8 +357,15 @@ class TransportPass:
                 "off_support": self.n_off, "unreachable": 0,
                 "mean_abs_effect": self.abs_sum / max(self.n, 1),
                 "fits": len(self.transports),
+                "reads_attribute": bool(self.own), "direct_only": self.direct_only,
                 "held_fixed": [t.features[i].name for i in t.fixed],
                 "moved": [t.features[i].name for i in t.moved],
-                "model_test": model_test, "expected_false_flags": ef, "rows": rows}
+                "model_test": model_test, "expected_false_flags": ef, "rows": rows,
+                "plausibility": {
+                    "groups": self.plausibility,
+                    "text": "; ".join(
+                        f"rows carried to {h}: a classifier tells them from the real {h} rows "
+                        f"with AUROC {v['carried']:.2f} ({v['as_they_are']:.2f} before they "
+                        "are carried; 0.5: alike)" for h, v in self.plausibility.items())}}
         out["headline"] = headline(out, self.st)
         return out
