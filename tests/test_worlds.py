@@ -223,7 +223,11 @@ def test_score_audit_reads_the_audits_flags_and_effects_in_row_order():
     scores = pd.DataFrame({"row_id": order, "flagged": flagged[order], "effect": effect[order],
                            "p": tr.p[order]})
     s = score_audit(AuditResult({}, {}, pd.DataFrame(), scores), m, w, tr)
-    assert s == {**agreement(tr.flips, flagged, tr.effect, effect), "p_gap": 0.0}
+    assert s == {**agreement(tr.flips, flagged, tr.effect, effect), "p_gap": 0.0,
+                 "chance_hi": None}
+    summary = {"effects": {"c": {"expected_false_flags": {"interval": [0.0, 7.5]}}}}
+    assert score_audit(AuditResult(summary, {}, pd.DataFrame(), scores), m, w,
+                       tr)["chance_hi"] == 7.5
     with pytest.raises(ValueError, match="effect verdict"):
         score_audit(AuditResult({}, {}, pd.DataFrame(), scores.drop(columns="effect")), m, w)
 

@@ -115,15 +115,20 @@ def audit_rows(result, n: int) -> pd.DataFrame:
 
 def score_audit(result, model, world, tr: Truth | None = None,
                 threshold: float = THRESHOLD) -> dict:
-    """Today's ``faux audit``, end to end: its per-row ``flagged`` and ``effect`` against the
-    truth; ``p_gap`` is the largest difference between its ``p`` and ``model.proba`` (the
-    audit called the same model on the same rows: about 0)."""
+    """``faux audit``, end to end: its per-row ``flagged`` and ``effect`` against the truth;
+    ``p_gap`` is the largest difference between its ``p`` and ``model.proba`` (the audit
+    called the same model on the same rows: about 0); ``chance_hi``: the upper end of the
+    interval of what chance flags by the audit's own measure (None where it gives none)."""
     tr = truth(model, world, threshold) if tr is None else tr
     scores = audit_rows(result, len(world.X))
     effect = scores["effect"].to_numpy(float)
     out = agreement(tr.flips, scores["flagged"].to_numpy(bool), tr.effect,
                     np.nan_to_num(effect, nan=0.0))
     out["p_gap"] = float(np.max(np.abs(scores["p"].to_numpy(float) - tr.p)))
+    effects = result.summary.get("effects") or {}
+    first = next(iter(effects.values()), {})
+    interval = (first.get("expected_false_flags") or {}).get("interval")
+    out["chance_hi"] = None if interval is None else float(interval[1])
     return out
 
 

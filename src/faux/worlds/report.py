@@ -10,7 +10,8 @@ import pandas as pd
 
 #: worlds.csv's columns, in order
 COLUMNS = ["world", "source", "model", "fair", "counterfactual", "n_rows", "n_true_flips",
-           "n_flagged", "hits", "precision", "recall", "spearman", "mae", "false_flags", "p_gap"]
+           "n_flagged", "hits", "precision", "recall", "spearman", "mae", "false_flags", "p_gap",
+           "chance_hi"]
 
 
 def frame(rows: list[dict], world_order, model_order, cf_order) -> pd.DataFrame:
@@ -71,10 +72,11 @@ def medians_table(df: pd.DataFrame, models, cfs) -> str:
 
 
 def fair_table(df: pd.DataFrame, models, cfs) -> str:
-    """The fair models' flags, all false: median, largest and total over worlds, and the
-    worlds with at least one."""
+    """The fair models' flags, all false: median, largest and total over worlds, the worlds
+    with at least one, and (an audit that measures it) the worlds whose flags exceed the
+    upper end of the audit's own interval of what chance flags."""
     lines = ["| model | counterfactual | worlds | median false flags | max | total | "
-             "worlds with any | rows |", "|---" * 8 + "|"]
+             "worlds with any | above the audit's chance interval | rows |", "|---" * 9 + "|"]
     fair = set(df.loc[df["fair"].astype(bool), "model"])
     for m in (m for m in models if m in fair):
         for cf in cfs:
@@ -82,9 +84,11 @@ def fair_table(df: pd.DataFrame, models, cfs) -> str:
             if sub.empty:
                 continue
             ff = sub["false_flags"]
+            hi = pd.to_numeric(sub["chance_hi"], errors="coerce")
+            above = "–" if hi.isna().all() else str(int((ff > hi).sum()))
             lines.append(f"| {m} | {cf} | {len(sub)} | {_count(float(ff.median()))} | "
                          f"{_count(float(ff.max()))} | {_count(float(ff.sum()))} | "
-                         f"{int((ff > 0).sum())} | {_count(float(sub['n_rows'].sum()))} |")
+                         f"{int((ff > 0).sum())} | {above} | {_count(float(sub['n_rows'].sum()))} |")
     return "\n".join(lines)
 
 
