@@ -13,10 +13,10 @@ COLUMNS = ["world", "source", "model", "fair", "counterfactual", "n_rows", "n_tr
            "n_flagged", "hits", "precision", "recall", "spearman", "mae", "false_flags", "p_gap"]
 
 
-#: worlds_methods.csv's columns, in order (``faux.worlds.methods``)
+#: worlds_methods.csv's columns, in order (``faux.worlds.methods``; the timings stay in the
+#: jobs file, so that a rerun writes the same bytes)
 METHOD_COLUMNS = ["world", "source", "model", "fair", "method", "n_rows", "n_true_flips",
-                  "positive_rate", "ap", "ap_effect", "spearman", "flag_rate", "aux_accuracy",
-                  "fit_s", "score_s"]
+                  "positive_rate", "ap", "ap_effect", "spearman", "flag_rate", "aux_accuracy"]
 
 
 def frame(rows: list[dict], world_order, model_order, cf_order, columns=COLUMNS,
@@ -168,11 +168,20 @@ def _label(name: str) -> str:
     return f"{registry.label(name)} (`{name}`)"
 
 
+def _ap_cell(sub: pd.DataFrame, col: str = "ap") -> str:
+    """The median AP over worlds; in parentheses, the worlds where it is above the positive
+    rate (a random ranking's AP) over those where it is defined."""
+    ok = sub.dropna(subset=[col])
+    m = float(ok[col].median()) if len(ok) else float("nan")
+    return f"{_num(m)} ({int((ok[col] > ok['positive_rate']).sum())}/{len(ok)})"
+
+
 def methods_table(df: pd.DataFrame, models, methods) -> str:
-    """Per method, the median over worlds of its AP against the true flips and of its
-    Spearman against |true effect|, for each model with true flips; first the positive rate
-    (the AP of a random ranking) and the AP of |true effect| itself. In parentheses, the
-    worlds where the value is defined (AP needs a true flip)."""
+    """Per method, the median over worlds of its AP against the true flips (in parentheses:
+    the worlds where it beats a random ranking / where it is defined: a true flip) and of its
+    Spearman against |true effect| (in parentheses: the worlds where it is defined), for each
+    model with true flips; first the positive rate (the AP of a random ranking) and the AP
+    of |true effect| itself."""
     models = [m for m in models if m in set(df.loc[~df["fair"].astype(bool), "model"])]
     head = ["method", *(f"{m} AP" for m in models), *(f"{m} Spearman" for m in models)]
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
@@ -182,13 +191,13 @@ def methods_table(df: pd.DataFrame, models, methods) -> str:
                  + " | ".join(_cell(by_model[m]["positive_rate"]) for m in models)
                  + " |" + " – |" * len(models))
     lines.append("| \\|true effect\\| (exact) | "
-                 + " | ".join(_cell(by_model[m]["ap_effect"]) for m in models)
+                 + " | ".join(_ap_cell(by_model[m], "ap_effect") for m in models)
                  + " |" + " 1.000 |" * len(models))
     for name in methods:
         sub = df[df["method"] == name]
         if sub.empty:
             continue
-        cells = [_cell(sub.loc[sub["model"] == m, "ap"]) for m in models]
+        cells = [_ap_cell(sub[sub["model"] == m]) for m in models]
         cells += [_cell(sub.loc[sub["model"] == m, "spearman"]) for m in models]
         lines.append(f"| {_label(name)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -225,7 +234,10 @@ def methods_markdown(df: pd.DataFrame, models, methods) -> str:
         "model (`faux.worlds.methods`: trees are not differentiable, `with_c` reads c), "
         "ranked against the rows whose decision truly flips. Median over worlds of the "
         "average precision (AP) and of Spearman's rho against |true effect|; in "
-        "parentheses, the worlds where the value is defined.",
+        "parentheses, for AP the worlds where it beats a random ranking (AP = the positive "
+        "rate) / the worlds with a true flip, for Spearman the worlds where it is defined. "
+        "LIC-UB and its path mean read the exact counterfactual (the target's derivative "
+        "along the line between a row's two versions): references, not tests.",
         methods_table(df, models, methods),
         "Fair models (no true flip, so no AP): the share of rows each method flags at its "
         "default threshold (the audit's).",
