@@ -305,3 +305,129 @@ def test_the_rule_picks_the_best_eligible_candidate_and_the_simpler_on_a_tie():
         "audit_aux": False, "transport": True, "transport_sinks_last": False}
     df = pd.DataFrame(rows("transport", 0.9, 0) + rows("transport_sinks_last", 0.905, 0))
     assert selection(df)[1] == "transport"  # within 0.01: the simpler one
+
+
+# --------------------------------------------------------------------------- Table 1's methods
+
+
+class _ReadsX1AndProxy(torch.nn.Module):
+    """A closed-form model of the planted world: logit 4 (x1 + 0.3 proxy - 0.5). The
+    counterfactual moves the proxy by +-1, so a row's decision flips only when x1 + 0.3 proxy
+    is within 0.3 of 0.5 on the side the move crosses: few rows, all near the boundary."""
+
+    def forward(self, x):
+        return 4.0 * (x[:, 0] + 0.3 * x[:, 3] - 0.5)
+
+
+def _near_boundary_model():
+    from faux.worlds.models import FittedModel
+
+    module = _ReadsX1AndProxy()
+
+    def proba(rows):
+        x = torch.as_tensor(np.asarray(rows, dtype=np.float32))
+        return torch.sigmoid(module(x)).double().numpy()
+
+    return FittedModel("near_boundary", module, proba)
+
+
+@pytest.fixture(scope="module")
+def planted_methods():
+    from faux.worlds.methods import method_names, score_world
+
+    w = planted_world(1500)
+    models = {"near_boundary": _near_boundary_model(),
+              **train_models(w, names=["fair_logistic"])}
+    rows = score_world(w, models, method_names(), epochs=(30, 5))
+    return w, {(r["model"], r["method"]): r for r in rows}
+
+
+def test_gradient_methods_rank_the_flips_of_a_model_near_its_boundary(planted_methods):
+    """Rows flip only near the model's boundary, where its gradient is largest: the local
+    gradient methods rank them well above a random ranking (they cannot tell the side the
+    move crosses from the other: about half the rows near the boundary flip), the attack,
+    the path and integrated gradients above it; LIC-UB along the line between a row's two
+    exact versions, and its path mean (the secant in the limit), rank them almost perfectly.
+    fAux+NG reads directions only, and this model's gradient has one direction on every row:
+    its ranking is the aux's, no better than random."""
+    w, rows = planted_methods
+    r = {name: rows[("near_boundary", name)] for _, name in rows}
+    rate = r["fta"]["positive_rate"]
+    assert 0.05 < rate < 0.25 and r["fta"]["ap_effect"] > 0.95
+    for name in ("fta", "fta_lin", "faux"):
+        assert r[name]["ap"] > 3 * rate, name
+    for name in ("unfair_map", "faux_path", "faux_ig"):
+        assert r[name]["ap"] > rate + 0.05, name
+    for name in ("lic_ub", "lic_ub_path"):
+        assert r[name]["ap"] > 0.95, name
+    assert r["lic_ub_path"]["spearman"] > 0.99
+    assert abs(r["faux_ng"]["ap"] - rate) < 0.05 and abs(r["faux_ng"]["spearman"]) < 0.2
+    assert 0.9 < r["fta"]["aux_accuracy"] <= 1
+
+
+def test_methods_on_a_fair_model_report_no_ap_but_their_flag_rate(planted_methods):
+    from faux.methods import registry
+
+    w, rows = planted_methods
+    for (model, name), r in rows.items():
+        if model != "fair_logistic":
+            continue
+        assert r["n_true_flips"] == 0 and np.isnan(r["ap"]) and np.isnan(r["spearman"]), name
+        if registry.get(name).audit_threshold is None:
+            assert np.isnan(r["flag_rate"]), name
+        else:
+            assert 0 <= r["flag_rate"] <= 1, name
+    # the fair model's gradient has no component along the proxy, the aux's direction: fAux
+    # flags almost nothing; FTA reads no aux and flags most rows
+    assert rows[("fair_logistic", "faux")]["flag_rate"] < 0.05
+    assert rows[("fair_logistic", "fta")]["flag_rate"] > 0.5
+
+
+def test_the_ap_of_a_constant_score_is_the_positive_rate():
+    from faux.worlds.evaluate import Truth
+    from faux.worlds.methods import rank_scores
+
+    p = np.array([0.1, 0.45, 0.55, 0.9, 0.3, 0.6])
+    tr = Truth(p, np.array([0.2, 0.52, 0.4, 0.95, 0.1, 0.72]))  # rows 1 and 2 flip
+    s = rank_scores(np.ones(6), tr)
+    assert s["positive_rate"] == pytest.approx(2 / 6) and s["ap"] == pytest.approx(2 / 6)
+    assert np.isnan(s["spearman"]) and s["n_true_flips"] == 2
+    # |effect| (0.1, 0.07, 0.15, 0.05, 0.2, 0.12): the flips rank 2nd and 5th
+    assert s["ap_effect"] == pytest.approx((1 / 2 + 2 / 5) / 2)
+    assert rank_scores(np.abs(tr.effect), tr)["spearman"] == pytest.approx(1.0)
+
+
+def test_trees_and_the_model_that_reads_c_are_not_scored(chain_models):
+    from faux.worlds.methods import prepare, target_module
+
+    w, models = chain_models
+    prep = prepare(w)
+    for name in ("trees", "with_c"):
+        with pytest.raises(ValueError):
+            target_module(models[name], prep)
+    z = target_module(models["mlp"], prep)(prep.z).detach().numpy()
+    p = 1 / (1 + np.exp(-z.astype(np.float64)))
+    assert np.allclose(p, models["mlp"].proba(w.X), atol=1e-5)
+
+
+def test_the_runner_scores_the_methods_and_renders_their_table(tmp_path, capsys):
+    args = ["--quick", "--out", str(tmp_path), "--rows", "400", "--worlds", "planted",
+            "--models", "logistic", "trees", "fair_logistic", "--skip-counterfactuals",
+            "--methods", "fta", "faux", "lic_ub"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "[6/6] planted fair_logistic" in out  # trees is not differentiable: left out
+    df = pd.read_csv(tmp_path / "worlds_methods.csv")
+    assert len(df) == 6 and set(df["model"]) == {"logistic", "fair_logistic"}
+    assert list(df["method"][:3]) == ["fta", "faux", "lic_ub"]
+    assert not (tmp_path / "worlds.csv").exists()
+    md = (tmp_path / "worlds.md").read_text()
+    assert "## Table 1's methods against the exact counterfactual" in md
+    assert "| random ranking (= positive rate) |" in md and "| FTA (`fta`) |" in md
+    assert "| fAux (`faux`) | 0.05 |" in md       # the fair model's flag rate at 0.05
+    first = (tmp_path / "worlds_methods.csv").read_bytes()
+    assert main(args) == 0
+    assert "(6 done before)" in capsys.readouterr().out
+    assert (tmp_path / "worlds_methods.csv").read_bytes() == first
+    with pytest.raises(SystemExit, match="fliptest needs --fliptest"):
+        main([*args[:-3], "fliptest"])

@@ -1,5 +1,5 @@
-"""worlds.csv and worlds.md: one row per world, model and counterfactual, and the medians
-over worlds."""
+"""worlds.csv, worlds_methods.csv and worlds.md: one row per world, model and counterfactual
+(or method), and the medians over worlds."""
 
 from __future__ import annotations
 
@@ -14,18 +14,25 @@ COLUMNS = ["world", "source", "model", "fair", "counterfactual", "n_rows", "n_tr
            "chance_hi"]
 
 
-def frame(rows: list[dict], world_order, model_order, cf_order) -> pd.DataFrame:
-    """The job rows as worlds.csv's table, in the catalog's world, model and counterfactual
-    order."""
+#: worlds_methods.csv's columns, in order (``faux.worlds.methods``; the timings stay in the
+#: jobs file, so that a rerun writes the same bytes)
+METHOD_COLUMNS = ["world", "source", "model", "fair", "method", "n_rows", "n_true_flips",
+                  "positive_rate", "ap", "ap_effect", "spearman", "flag_rate", "aux_accuracy"]
+
+
+def frame(rows: list[dict], world_order, model_order, cf_order, columns=COLUMNS,
+          last: str = "counterfactual") -> pd.DataFrame:
+    """The job rows as worlds.csv's table (``columns``), in the catalog's world, model and
+    counterfactual order (``last``: the third key, ``method`` for worlds_methods.csv)."""
     df = pd.DataFrame(rows)
-    for col in COLUMNS:
+    for col in columns:
         if col not in df.columns:
             df[col] = np.nan
     rank = {name: {v: i for i, v in enumerate(order)} for name, order in
-            (("world", world_order), ("model", model_order), ("counterfactual", cf_order))}
-    df = df.sort_values(["world", "model", "counterfactual"], kind="stable",
+            (("world", world_order), ("model", model_order), (last, cf_order))}
+    df = df.sort_values(["world", "model", last], kind="stable",
                         key=lambda s: s.map(rank[s.name])).reset_index(drop=True)
-    return df[COLUMNS]
+    return df[columns]
 
 
 def _num(v, digits: int = 3) -> str:
@@ -159,11 +166,111 @@ def selection_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def markdown(df: pd.DataFrame, models, cfs, *, command: str, profile: str,
-             worlds_text: str) -> str:
+def _label(name: str) -> str:
+    from faux.methods import registry
+
+    return f"{registry.label(name)} (`{name}`)"
+
+
+def _ap_cell(sub: pd.DataFrame, col: str = "ap") -> str:
+    """The median AP over worlds; in parentheses, the worlds where it is above the positive
+    rate (a random ranking's AP) over those where it is defined."""
+    ok = sub.dropna(subset=[col])
+    m = float(ok[col].median()) if len(ok) else float("nan")
+    return f"{_num(m)} ({int((ok[col] > ok['positive_rate']).sum())}/{len(ok)})"
+
+
+def methods_table(df: pd.DataFrame, models, methods) -> str:
+    """Per method, the median over worlds of its AP against the true flips (in parentheses:
+    the worlds where it beats a random ranking / where it is defined: a true flip) and of its
+    Spearman against |true effect| (in parentheses: the worlds where it is defined), for each
+    model with true flips; first the positive rate (the AP of a random ranking) and the AP
+    of |true effect| itself."""
+    models = [m for m in models if m in set(df.loc[~df["fair"].astype(bool), "model"])]
+    head = ["method", *(f"{m} AP" for m in models), *(f"{m} Spearman" for m in models)]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    first = df.drop_duplicates(["world", "model"])
+    by_model = {m: first[(first["model"] == m) & (first["n_true_flips"] > 0)] for m in models}
+    lines.append("| random ranking (= positive rate) | "
+                 + " | ".join(_cell(by_model[m]["positive_rate"]) for m in models)
+                 + " |" + " – |" * len(models))
+    lines.append("| \\|true effect\\| (exact) | "
+                 + " | ".join(_ap_cell(by_model[m], "ap_effect") for m in models)
+                 + " |" + " 1.000 |" * len(models))
+    for name in methods:
+        sub = df[df["method"] == name]
+        if sub.empty:
+            continue
+        cells = [_ap_cell(sub[sub["model"] == m]) for m in models]
+        cells += [_cell(sub.loc[sub["model"] == m, "spearman"]) for m in models]
+        lines.append(f"| {_label(name)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def methods_fair_table(df: pd.DataFrame, models, methods) -> str:
+    """The fair models (no true flip: AP undefined): per method with a default threshold
+    (the audit's, ``audit_threshold``), the share of rows at or above it, median and largest
+    over worlds; every such flag is false."""
+    from faux.methods import registry
+
+    fair = [m for m in models if m in set(df.loc[df["fair"].astype(bool), "model"])]
+    head = ["method", "threshold", *(f"{m}: share flagged, median (max)" for m in fair)]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for name in methods:
+        t = registry.get(name).audit_threshold
+        sub = df[df["method"] == name]
+        if t is None or sub.empty:
+            continue
+        cells = []
+        for m in fair:
+            r = sub.loc[sub["model"] == m, "flag_rate"].dropna()
+            cells.append("–" if r.empty else f"{_num(float(r.median()))} ({_num(float(r.max()))})")
+        lines.append(f"| {_label(name)} | {t:g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def methods_markdown(df: pd.DataFrame, models, methods) -> str:
+    """worlds.md's section on Table 1's methods."""
     n_worlds = df["world"].nunique()
     return "\n\n".join([
-        "# Validation worlds: estimated counterfactuals against the exact ones",
+        "## Table 1's methods against the exact counterfactual",
+        f"{n_worlds} worlds; each registered method's per-row scores of each differentiable "
+        "model (`faux.worlds.methods`: trees are not differentiable, `with_c` reads c), "
+        "ranked against the rows whose decision truly flips. Median over worlds of the "
+        "average precision (AP) and of Spearman's rho against |true effect|; in "
+        "parentheses, for AP the worlds where it beats a random ranking (AP = the positive "
+        "rate) / the worlds with a true flip, for Spearman the worlds where it is defined. "
+        "LIC-UB and its path mean read the exact counterfactual (the target's derivative "
+        "along the line between a row's two versions): references, not tests.",
+        methods_table(df, models, methods),
+        "Fair models (no true flip, so no AP): the share of rows each method flags at its "
+        "default threshold (the audit's).",
+        methods_fair_table(df, models, methods),
+    ])
+
+
+def markdown(df: pd.DataFrame | None, models, cfs, *, command: str, profile: str,
+             worlds_text: str, methods_df: pd.DataFrame | None = None,
+             methods=()) -> str:
+    """worlds.md: the counterfactuals' sections (``df``) and Table 1's methods'
+    (``methods_df``), each when given."""
+    parts = ["# Validation worlds: estimated counterfactuals and Table 1's methods against "
+             "the exact ones"]
+    if df is not None:
+        parts += counterfactual_sections(df, models, cfs, command=command, profile=profile,
+                                         worlds_text=worlds_text)
+    else:
+        parts.append(f"`{command}` (profile `{profile}`): from {worlds_text}; decision "
+                     "threshold 0.5.")
+    if methods_df is not None:
+        parts.append(methods_markdown(methods_df, models, methods))
+    return "\n\n".join(parts) + "\n"
+
+
+def counterfactual_sections(df: pd.DataFrame, models, cfs, *, command: str, profile: str,
+                            worlds_text: str) -> list[str]:
+    n_worlds = df["world"].nunique()
+    return [
         f"`{command}` (profile `{profile}`): {n_worlds} worlds, from {worlds_text}; decision "
         "threshold 0.5. Per world, model and counterfactual: precision and recall of the rows "
         "flagged (decision changes at the estimated counterfactual; for the audit, its "
@@ -175,4 +282,4 @@ def markdown(df: pd.DataFrame, models, cfs, *, command: str, profile: str,
         fair_table(df, models, cfs),
         "## Median precision / recall by who computed the truth", by_source_table(df, models, cfs),
         "## The default counterfactual, by the rule of docs/decisions.md", selection_table(df),
-    ]) + "\n"
+    ]

@@ -1,4 +1,5 @@
-"""``python -m faux.worlds.run [--quick] [--out DIR]``: every world x model x counterfactual.
+"""``python -m faux.worlds.run [--quick] [--out DIR]``: every world x model x counterfactual,
+and every world x differentiable model x Table 1 method.
 
 For each world (``faux.worlds.catalog``): the models are trained on its rows
 (``faux.worlds.models``), the reference counterfactuals fitted on its rows and c
@@ -6,10 +7,15 @@ For each world (``faux.worlds.catalog``): the models are trained on its rows
 (not on ``with_c``, which reads c itself), and each estimate scored against the exact
 counterfactual (``faux.worlds.evaluate``). Writes ``DIR/worlds.csv`` (one row per world, model
 and counterfactual) and ``DIR/worlds.md`` (medians over worlds), and prints a line per job
-and the medians table.
+and the medians table. With ``--methods-ap`` (the default) it also scores every registered
+method of Table 1 on each differentiable model (``faux.worlds.methods``): one line per world
+and model, ``DIR/worlds_methods.csv`` (one row per world, model and method) and a section of
+``worlds.md``; ``--fliptest`` adds FlipTest (two GANs per world: minutes each in the default
+profile).
 
 Seeds are fixed (worlds, models, the audit's ``seed=0``), so a rerun writes the same files.
-Each finished job is appended to ``DIR/worlds.<profile>.jobs.jsonl``; a rerun with the same
+Each finished job is appended to ``DIR/worlds.<profile>.jobs.jsonl`` (the methods' to
+``DIR/worlds_methods.<profile>.jobs.jsonl``); a rerun with the same
 settings and the same faux source skips the jobs found there (``--fresh`` ignores them). Runs on one CPU thread
 (``OMP_NUM_THREADS=1`` unless set, torch one thread) with the harness's pinned kernels
 (``faux.kernels``).
@@ -51,6 +57,16 @@ def parse(argv) -> argparse.Namespace:
                     "profile's)")
     ap.add_argument("--audit-arg", action="append", default=[], metavar="KEY=VALUE",
                     help="a faux.audit keyword (JSON value, else text); default: its defaults")
+    ap.add_argument("--methods-ap", action=argparse.BooleanOptionalAction, default=True,
+                    help="also score Table 1's methods on the differentiable models "
+                    "(worlds_methods.csv; default: on)")
+    ap.add_argument("--methods", nargs="+", metavar="NAME",
+                    help="only these of Table 1's methods (default: every registered one a "
+                    "world can feed)")
+    ap.add_argument("--fliptest", action="store_true",
+                    help="add FlipTest to the methods (two GANs per world)")
+    ap.add_argument("--skip-counterfactuals", action="store_true",
+                    help="run only Table 1's methods (worlds.csv is not written)")
     return ap.parse_args(argv)
 
 
@@ -83,8 +99,8 @@ class JobCache:
     """Finished jobs, one JSON line each, after a first line holding the run's settings; a
     file written under other settings is set aside (renamed ``.old``)."""
 
-    def __init__(self, path: Path, settings: dict, fresh: bool):
-        self.path, self.rows = path, {}
+    def __init__(self, path: Path, settings: dict, fresh: bool, last: str = "counterfactual"):
+        self.path, self.rows, self.last = path, {}, last
         head = {"settings": settings}
         if path.exists() and not fresh:
             lines = path.read_text().splitlines()
@@ -102,9 +118,8 @@ class JobCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(head) + "\n")
 
-    @staticmethod
-    def key(row: dict) -> tuple[str, str, str]:
-        return row["world"], row["model"], row["counterfactual"]
+    def key(self, row: dict) -> tuple[str, str, str]:
+        return row["world"], row["model"], row[self.last]
 
     def add(self, row: dict) -> None:
         self.rows[self.key(row)] = row
@@ -167,6 +182,41 @@ def run_world(name: str, source: str, build, jobs, cache: JobCache, audit_kw: di
               f"{scores['false_flags']} ({row['seconds']:.1f} s{warned})", flush=True)
 
 
+def plan_methods(catalog: dict, models, names) -> list[tuple[str, str, str]]:
+    """The methods' jobs (world, model, method) in order, on the differentiable models."""
+    from faux.worlds.methods import TARGETS
+
+    return [(w, m, n) for w in catalog for m in models if m in TARGETS for n in names]
+
+
+def run_methods_world(name: str, source: str, build, jobs, cache: JobCache, profile: str,
+                      gan_steps: int, done: list[int], total: int) -> None:
+    """The methods' jobs of one world not in the cache: build it, train its models and its
+    aux, score each model with each method."""
+    from faux.worlds.methods import AUX_EPOCHS, score_world
+    from faux.worlds.models import MODELS, train_models
+
+    todo = [j for j in jobs if j[0] == name and j not in cache.rows]
+    if not todo:
+        return
+    world = build()
+    needed = {m for _, m, _ in todo}
+    names = list(dict.fromkeys(n for _, _, n in todo))
+    models = train_models(world, names=[m for m in MODELS if m in needed])
+    t0 = time.perf_counter()
+    rows = score_world(world, models, names, AUX_EPOCHS[profile], gan_steps)
+    for m in models:
+        mine = [r for r in rows if r["model"] == m]
+        for row in mine:
+            cache.add({**row, "source": source})
+        done[0] += len(mine)
+        aps = ", ".join(f"{r['method']} {_fmt(r['ap'])}" for r in mine)
+        print(f"[{done[0]}/{total}] {name} {m}: AP {aps} (positive rate "
+              f"{mine[0]['positive_rate']:.3f}, aux accuracy {mine[0]['aux_accuracy']:.3f})",
+              flush=True)
+    print(f"  {name}: {time.perf_counter() - t0:.1f} s", flush=True)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse(argv)
@@ -187,27 +237,65 @@ def main(argv=None) -> int:
     models = [m for m in MODELS if not args.models or m in args.models]
     cfs = [cf for cf in COUNTERFACTUALS if not args.counterfactuals or cf in args.counterfactuals]
     audit_kw = audit_kwargs(args.audit_arg)
+    names = method_list(args)
+    if args.skip_counterfactuals and not args.methods_ap:
+        raise SystemExit("--skip-counterfactuals with --no-methods-ap leaves nothing to run; "
+                         "drop one of them")
     from faux.harness.cache import package_version
 
-    # a job recorded under other settings or other code is done again
-    settings = {**vars(profile), "audit": audit_kw, "code": package_version()}
-    cache = JobCache(args.out / f"worlds.{profile.name}.jobs.jsonl", settings, args.fresh)
-    jobs = plan(worlds, models, cfs)
-    done = [sum(j in cache.rows for j in jobs)]
-    print(f"faux.worlds: {len(worlds)} worlds, {len(jobs)} jobs ({done[0]} done before); "
-          f"{profile.text()}", flush=True)
-    for name, (source, build) in worlds.items():
-        run_world(name, source, build, jobs, cache, audit_kw, done, len(jobs))
-    df = report.frame([cache.rows[j] for j in jobs], list(worlds), models, cfs)
     args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / "worlds.csv", index=False, float_format="%.6g")
+    df = mdf = None
+    if not args.skip_counterfactuals:
+        # a job recorded under other settings or other code is done again
+        settings = {**vars(profile), "audit": audit_kw, "code": package_version()}
+        cache = JobCache(args.out / f"worlds.{profile.name}.jobs.jsonl", settings, args.fresh)
+        jobs = plan(worlds, models, cfs)
+        done = [sum(j in cache.rows for j in jobs)]
+        print(f"faux.worlds: {len(worlds)} worlds, {len(jobs)} jobs ({done[0]} done before); "
+              f"{profile.text()}", flush=True)
+        for name, (source, build) in worlds.items():
+            run_world(name, source, build, jobs, cache, audit_kw, done, len(jobs))
+        df = report.frame([cache.rows[j] for j in jobs], list(worlds), models, cfs)
+        df.to_csv(args.out / "worlds.csv", index=False, float_format="%.6g")
+        print(report.medians_table(df, models, cfs))
+    if args.methods_ap:
+        from faux.worlds.methods import GAN_STEPS
+
+        gan_steps = GAN_STEPS[profile.name]
+        settings = {**vars(profile), "methods": names, "code": package_version(),
+                    **({"gan_steps": gan_steps} if args.fliptest else {})}
+        cache = JobCache(args.out / f"worlds_methods.{profile.name}.jobs.jsonl", settings,
+                         args.fresh, last="method")
+        jobs = plan_methods(worlds, models, names)
+        done = [sum(j in cache.rows for j in jobs)]
+        print(f"faux.worlds, Table 1's methods: {len(worlds)} worlds, {len(jobs)} jobs "
+              f"({done[0]} done before)", flush=True)
+        for name, (source, build) in worlds.items():
+            run_methods_world(name, source, build, jobs, cache, profile.name, gan_steps, done,
+                              len(jobs))
+        mdf = report.frame([cache.rows[j] for j in jobs], list(worlds), models, names,
+                           columns=report.METHOD_COLUMNS, last="method")
+        mdf.to_csv(args.out / "worlds_methods.csv", index=False, float_format="%.6g")
+        print(report.methods_table(mdf, models, names))
     command = " ".join(["python -m faux.worlds.run", *argv])
     md = report.markdown(df, models, cfs, command=command, profile=profile.name,
-                         worlds_text=profile.text())
+                         worlds_text=profile.text(), methods_df=mdf, methods=names)
     (args.out / "worlds.md").write_text(md)
-    print(report.medians_table(df, models, cfs))
-    print(f"wrote {args.out / 'worlds.csv'} and {args.out / 'worlds.md'}", flush=True)
+    written = [f for f, d in (("worlds.csv", df), ("worlds_methods.csv", mdf)) if d is not None]
+    print(f"wrote {', '.join(str(args.out / f) for f in [*written, 'worlds.md'])}", flush=True)
     return 0
+
+
+def method_list(args) -> list[str]:
+    """The methods of the run: ``--methods`` (checked) or every one a world can feed."""
+    from faux.worlds.methods import method_names
+
+    known = method_names(fliptest=args.fliptest)
+    unknown = sorted(set(args.methods or ()) - set(known))
+    if unknown:
+        raise SystemExit(f"unknown or unfed method(s) {', '.join(unknown)}; known: "
+                         f"{', '.join(known)} (fliptest needs --fliptest)")
+    return [n for n in known if not args.methods or n in args.methods]
 
 
 if __name__ == "__main__":
