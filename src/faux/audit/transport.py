@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 #: the dependence test's family-wise level (Holm) below which a feature depends on ``c``
-ALPHA = 0.01
+ALPHA = 0.001
 #: ridge penalty of the per-group regressions (on standardised inputs)
 RIDGE = 1e-3
 
