@@ -40,6 +40,8 @@ import numpy as np
 
 #: the dependence test's family-wise level (Holm) below which a feature depends on ``c``
 ALPHA = 0.001
+#: the level below which the groups' residuals of a feature differ (then rank-mapped)
+RESIDUAL_ALPHA = 0.01
 #: ridge penalty of the per-group regressions (on standardised inputs)
 RIDGE = 1e-3
 
@@ -186,8 +188,8 @@ def _fit_continuous(y, s, g, k, interact=None) -> _Continuous:
 
 def _residuals(r, g, k) -> list[np.ndarray] | None:
     """Each group's sorted residuals when their distributions differ (a Kolmogorov–Smirnov
-    test of some pair at ``ALPHA``, Bonferroni over the pairs), else None: additive noise the
-    groups share, which abduction carries as it is."""
+    test of some pair at ``RESIDUAL_ALPHA``, Bonferroni over the pairs), else None: additive
+    noise the groups share, which abduction carries as it is."""
     from scipy import stats
 
     by = [np.sort(r[g == a]) for a in range(k)]
@@ -196,7 +198,7 @@ def _residuals(r, g, k) -> list[np.ndarray] | None:
     if not pairs:
         return None
     p = min(stats.ks_2samp(by[a], by[b]).pvalue for a, b in pairs) * len(pairs)
-    return by if p < ALPHA else None
+    return by if p < RESIDUAL_ALPHA else None
 
 
 #: the inverse L2 penalty of a categorical feature's logistic model (standardised inputs)
