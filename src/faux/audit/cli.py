@@ -140,6 +140,9 @@ def _add_inputs(a) -> None:
                    " the first decides who is flagged"
                    + (f". {' and '.join(torch_only)} need{'s' if len(torch_only) == 1 else ''}"
                       " a torch model" if torch_only else ""))
+    a.add_argument("--model-version", metavar="TEXT", default=D.model_version,
+                   help="the model's own version (a version number, a commit, a registry "
+                   "tag), recorded in summary.json's provenance and shown in the report")
     a.add_argument("--trust-pickle", action="store_true",
                    help="allow pickle/joblib/torch.save model files: loading them runs code "
                    "from the file, so only for files you trust")
@@ -402,7 +405,8 @@ def _main(argv, settled) -> int:
                         verdict=args.verdict, decision_threshold=args.decision_threshold,
                         materiality=args.materiality, steps=args.steps, task=args.task,
                         positive_label=args.positive_label, counterfactual=args.counterfactual,
-                        hold=args.hold, null_transports=args.null_transports)
+                        hold=args.hold, null_transports=args.null_transports,
+                        model_version=args.model_version)
     except FauxError as err:
         print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_INPUT
