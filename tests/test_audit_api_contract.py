@@ -5,6 +5,7 @@ writes what the CLI writes under the same rules for the output folder."""
 import inspect
 import json
 import pydoc
+import re
 import warnings
 
 import numpy as np
@@ -42,6 +43,29 @@ def test_help_documents_every_parameter_in_a_parameters_section():
     assert not missing, missing
     assert faux.FauxAuditWarning is faux.audit.FauxAuditWarning
     assert issubclass(faux.FauxAuditWarning, UserWarning)
+
+
+def test_help_opens_with_the_signature_and_the_parameters_as_values():
+    """``help(faux.audit)`` (the callable package) starts with the call: its signature with
+    the defaults' values, then every parameter, each default written as its value and equal
+    to the signature's (a constant's name is not a value)."""
+    lines = pydoc.render_doc(faux.audit, renderer=pydoc.plaintext).splitlines()
+    assert lines[5].strip() == "DESCRIPTION"
+    assert lines[6].strip().startswith("faux.audit(model, X=None, c=None, *, data=None")
+    sig = "\n".join(lines[6:25])
+    assert "counterfactual='transport'" in sig and "model_version=None) -> AuditResult" in sig
+    start = next(i for i, line in enumerate(lines) if line.strip() == "Parameters")
+    assert start < 40
+    section = "\n".join(lines[start:next(i for i, line in enumerate(lines)
+                                         if line.strip() == "Returns")])
+    defaults = {k: p.default for k, p in inspect.signature(audit).parameters.items()}
+    said = dict(re.findall(r"^    (\w+) : .*, default (.+)$", section, flags=re.M))
+    assert len(said) >= 25
+    wrong = {k: v for k, v in said.items() if v != repr(defaults[k])}
+    assert not wrong, wrong
+    constants = set(re.findall(r"\b[A-Z][A-Z_]{3,}\b", section)) - {"ONNX"}
+    assert not constants, f"constants named, not their values: {constants}"
+    assert "default ['faux_ng', 'faux']" in section.replace("\n   ", "")
 
 
 def test_an_aux_near_chance_is_a_warning_listed_by_the_result():

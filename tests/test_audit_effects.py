@@ -197,8 +197,8 @@ def test_the_summary_states_the_effects_in_words(unfair_run):
     assert "the decision changes" in r["text"]
     assert any(m.startswith("proxy: ") and " → " in m for m in r["moved"]), r["moved"]
     html = (unfair_run.out_dir / "report.html").read_text()
-    assert "changing c through its proxies" in html
-    assert f"row {r['row_id']}" in html or f">{r['row_id']}<" in html
+    assert "evidence of individual unfairness for <b>c</b>" in html
+    assert f">{r['row_id']:,}<" in html.split('<section id="people">')[1]
 
 
 def test_the_null_tests_the_model_not_the_aux(unfair_run, blind_run):

@@ -89,11 +89,15 @@ def test_report_shows_the_outcomes_and_every_attributes_flagged_rows(labelled):
     sec = page.split('<section id="outcomes">')[1].split("</section>")[0]
     assert "demographic parity difference" in sec and "equalized odds difference" in sec
     assert "Wilson" in sec and "sex x race" in sec
-    eff = page.split('<section id="effects">')[1].split("</section>")[0]
+    people = page.split('<section id="people">')[1].split("</section>")[0]
     for name, e in res.summary["effects"].items():
-        for r in e["rows"]:
+        if not e["rows"]:
+            assert f"No row flagged for {name}." in people
+        assert f'{name}: {len(e["rows"][:20])} of the' in people
+        for r in e["rows"][:20]:  # the page lists the first 20 of each attribute
             assert r["values"] is not None and set(r["values"]) >= {"u", "v", "proxy", name}
-            assert f"row {r['row_id']}<" in eff
+            assert f'data-src="[&#34;effects&#34;, &#34;{name}&#34;, &#34;rows&#34;, ' \
+                   f'{e["rows"].index(r)}, &#34;row_id&#34;]">{r["row_id"]:,}<' in people
     assert "http://" not in page and "https://" not in page
 
 

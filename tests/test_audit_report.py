@@ -1,10 +1,11 @@
 """report.html: one self-contained page (no external requests), well formed, with every
-section; text from the data (feature names, group labels) escaped; the group table with
-intervals when the summary has one, the flagged counts per group otherwise."""
+section in order (the verdict first; under the effect verdict the fAux scores in a
+diagnostics section after it); text from the data (feature names, group labels) escaped;
+the group table with intervals when the summary has one, the flagged counts per group
+otherwise."""
 
 import base64
 import copy
-import re
 from html.parser import HTMLParser
 
 import numpy as np
@@ -13,10 +14,13 @@ import pytest
 
 import faux
 from faux.audit.core import AuditResult
-from faux.audit.report import fmt, pct, render, write_report
+from faux.audit.report import fmt, human, pct, render, write_report
 
-SECTIONS = ("summary", "threshold-rule", "null-distribution", "groups", "flagged", "features",
-            "baselines", "aux-quality", "how-to-read")
+# the score verdict's sections, and the effect verdict's (the default)
+SECTIONS = ("verdict", "summary", "threshold-rule", "null-distribution", "groups", "flagged",
+            "features", "baselines", "aux-quality", "how-to-read")
+EFFECT_SECTIONS = ("verdict", "evidence", "people", "moves", "effects-by-group", "outcomes",
+                   "summary", "diagnostics", "how-to-read")
 VOID = {"meta", "img", "br", "hr", "link", "input", "col", "area", "base", "wbr", "source"}
 EVIL = "<script>alert(1)</script>"
 
@@ -138,12 +142,15 @@ def test_page_is_self_contained_well_formed_and_escapes_the_data(tmp_path):
     assert "<script" not in page and "<b>Male" not in page
     assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 4  # table, rows, groups
     assert "&lt;b&gt;Male&lt;/b&gt;" in page and "synthetic &lt;audit&gt;" in page
-    assert "Gate FAILED" in page and "flagged rate 1.8% exceeds 1%" in page
+    assert '<span class="badge FAIL">FAIL</span>fails the gate of at most 1.00% of rows ' \
+           "flagged (1.80% flagged; exit code 1)" in page
+    assert "Gate FAILED (exit code 1): flagged rate 1.8% exceeds 1%" in page
     # the threshold rule, the baselines and the how-to-read text
     assert "faux_ng above the 0.99 quantile of its null scores" in page
-    assert "expected false flags" in page
-    assert "sampled: 500 of 1,000 rows" in page and "k = 9, the sample rows" in page
-    assert "33.330%" in page and "consistency text" in page and "fta text" in page
+    assert "expected false flags" in page and "about <span" in page  # 10.0 expected
+    assert "sampled: 500 of 1,000 rows" in page
+    assert "k = 9: the sample rows faux_ng scores above its threshold" in page
+    assert "33.33%" in page and "<td>-</td>" in page  # FTA's Spearman: not computed
     assert "What a score means." in page and "Check the aux quality first." in page
 
 
@@ -154,7 +161,7 @@ def test_group_table_renders_the_views_with_intervals(tmp_path):
     groups = page.split('<section id="groups">')[1].split("</section>")[0]
     # the primary view first, then the others
     assert groups.index("sex (primary view)") < groups.index("sex x race")
-    assert "[1.710%, 4.680%]" in groups and "[0.420%, 1.950%]" in groups  # rate intervals
+    assert "[1.71%, 4.68%]" in groups and "[0.42%, 1.95%]" in groups  # rate intervals
     assert "[0.19, 0.23]" in groups and "[0.2, 0.22]" in groups  # mean score intervals
     assert "rate 95% interval" in groups and "200 bootstrap resamples" in groups
     assert "merged: Other, Unknown" in groups and "largest ratio: 3" in groups
@@ -174,7 +181,7 @@ def test_without_groups_the_flagged_counts_per_group_are_shown():
     _self_contained(page, p)
     assert p.ids == list(SECTIONS)
     groups = page.split('<section id="groups">')[1].split("</section>")[0]
-    assert "<td>Female</td><td>400</td><td>12</td><td>3.000%</td>" in groups
+    assert "<td>Female</td><td>400</td><td>12</td><td>3.00%</td>" in groups
     assert "manual threshold: faux_ng &gt; 0.8" in page and "no null distribution" in page
     assert "No baselines were computed." in page and "expected false flags" not in page
 
@@ -183,7 +190,11 @@ def test_cell_formats():
     assert fmt(None) == fmt(float("nan")) == "-"
     assert fmt(0.123456) == "0.1235" and fmt(1234) == "1,234"
     assert fmt([0.1, 0.25]) == "[0.1, 0.25]" and fmt(["a", "b", "c"]) == "a, b, c"
-    assert pct(0.0123) == "1.230%" and pct([0.01, None]) == "[1.000%, -]"
+    assert pct(0.0123) == "1.23%" and pct([0.01, None]) == "[1.00%, -]"
+    # a person's values, for people: separators, no float noise, no scientific notation
+    assert human(5013) == human(5013.0) == "5,013" and human(53.0) == "53"
+    assert human(38.2345) == "38.23" and human(0.04172) == "0.04172" and human("Wife") == "Wife"
+    assert human(None) == human(float("nan")) == "-" and human(123456.7) == "123,457"
 
 
 @pytest.fixture(scope="module")
@@ -210,22 +221,26 @@ def test_a_real_audits_page(audited):
     page = render(audited)
     p = _parse(page)
     _self_contained(page, p)
-    # the effect verdict (the default) adds its section after the summary, then the outcomes
-    assert p.ids == [SECTIONS[0], "effects", "outcomes", *SECTIONS[1:]]
+    # the effect verdict (the default): the verdict, its evidence, the people, then the rest
+    assert p.ids == list(EFFECT_SECTIONS)
     assert "<script" not in page
-    assert page.count("data:image/png;base64,") == 3
+    # the flags against chance, the rates by group, the moves, the effects by group; then
+    # the diagnostics' null, score histogram and ranking
+    assert page.count("data:image/png;base64,") == 7
     b = audited.summary["baselines"]
     assert f"all {b['rows']:,} rows" in page
-    for m in b["methods"].values():
-        assert re.sub("'", "&#39;", m["text"]) in page
+    diag = page.split('<section id="diagnostics"')[1]
+    assert diag.index("Baselines") > 0 and page.index("Baselines") > page.index("diagnostics")
 
 
 def test_report_survives_a_json_round_trip(audited, tmp_path):
     """The page renders from what summary.json holds (None for non-finite numbers)."""
     s = copy.deepcopy(audited.summary)
     s["settings"]["threshold"] = float("inf")  # e.g. Benjamini-Hochberg flagging nobody
+    plots = {k: v for k, v in audited.plot_scores.items() if not k.startswith("effect.")}
     res = AuditResult(s, audited.feature_ranking, audited.top_flagged.iloc[:0],
-                      plot_scores=audited.plot_scores)
+                      plot_scores=plots)
     page = render(res)
     _self_contained(page, _parse(page))
-    assert "No individual scores above the threshold." in page
+    assert "No plot sample of the effects" in page  # the plot sample is not saved
+    assert page.count("data:image/png;base64,") == 6

@@ -17,7 +17,7 @@ def test_the_readme_lists_every_script_with_its_command():
     readme = (RESEARCH / "README.md").read_text()
     assert SCRIPTS == ["adel_trajectory.py", "audit_fingerprint.py", "counterfactual_choices.py",
                        "diagnose_column.py", "diagnose_real.py", "fair_recipes.py",
-                       "generator_determinism.py"]
+                       "generator_determinism.py", "report_screenshots.py"]
     for name in SCRIPTS:
         assert f"| `{name}` |" in readme and f"`scripts/research/{name} " in readme, name
     assert sorted(p.name for p in (ROOT / "scripts").glob("*.py")) == ["make_docs.py"]

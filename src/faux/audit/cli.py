@@ -140,6 +140,9 @@ def _add_inputs(a) -> None:
                    " the first decides who is flagged"
                    + (f". {' and '.join(torch_only)} need{'s' if len(torch_only) == 1 else ''}"
                       " a torch model" if torch_only else ""))
+    a.add_argument("--model-version", metavar="TEXT", default=D.model_version,
+                   help="the model's own version (a version number, a commit, a registry "
+                   "tag), recorded in summary.json's provenance and shown in the report")
     a.add_argument("--trust-pickle", action="store_true",
                    help="allow pickle/joblib/torch.save model files: loading them runs code "
                    "from the file, so only for files you trust")
@@ -411,7 +414,8 @@ def _main(argv, settled) -> int:
                         positive_label=args.positive_label, counterfactual=args.counterfactual,
                         hold=args.hold, null_transports=args.null_transports,
                         direct_only=args.direct_only,
-                        max_excess_flags=args.max_excess_flags)
+                        max_excess_flags=args.max_excess_flags,
+                        model_version=args.model_version)
     except FauxError as err:
         print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_INPUT

@@ -99,14 +99,17 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
           positive_label=DEFAULTS.positive_label, counterfactual: str = DEFAULTS.counterfactual,
           hold=DEFAULTS.hold, null_transports: int = DEFAULTS.null_transports,
           direct_only: bool = DEFAULTS.direct_only,
-          max_excess_flags: float | None = DEFAULTS.max_excess_flags) -> AuditResult:
+          max_excess_flags: float | None = DEFAULTS.max_excess_flags,
+          model_version: str | None = DEFAULTS.model_version) -> AuditResult:
     """Audit ``model`` for individual unfairness with respect to protected attributes.
 
     Every row is scored; by default a row is flagged when the model's decision changes at
-    its counterfactual (the protected attribute, and what the aux models read it from,
-    moved to the other group's values) under every one of the ``aux_seeds`` aux models (a
-    regressor's, when its predicted value moves by at least ``materiality``). A model that
-    stores the names of the columns it was fitted on reads them by name.
+    its counterfactual, the same person carried to the other group (what the attribute does
+    not change held fixed, the rest keeping the person's rank: ``counterfactual``), under
+    every one of the ``aux_seeds`` fits (a regressor's, when its predicted value moves by
+    at least ``materiality``). A model that stores the names of the columns it was fitted
+    on reads them by name. The result's repr states the conclusion (PASS, REVIEW or FAIL,
+    with one sentence per attribute); ``report.html`` shows it first.
     Every setting is checked (``ConfigError``, one line) before the data are read; a
     Ctrl-C raises ``KeyboardInterrupt`` and a SIGTERM ``Terminated`` with nothing left
     behind. What weakens the result (an aux model near chance, unreachable or off-support

@@ -62,6 +62,8 @@ class EffectPass:
         self.s_effect = np.full(self.n_sample, np.nan)
         self.n = self.n_flag = self.n_change = self.n_off = self.n_unreach = 0
         self.abs_sum = 0.0
+        self.moved_n: dict[str, int] = {}  # per feature: the flagged rows whose counterfactual
+        # moved it
         self.top: list = []  # (|effect|, row_id, record) of the N_ROWS largest flagged
 
     def _effects(self, auxes, gaps, z, ci, x) -> dict:
@@ -131,6 +133,13 @@ class EffectPass:
         self.n_off += int(cols["off_support"].sum())
         self.n_unreach += int(cols["unreachable"].sum())
         self.abs_sum += float(np.abs(v["effect"]).sum())
+        if flagged.any():
+            from faux.audit.words import moved_per_feature
+
+            z = (np.asarray(b.x, dtype=np.float64) - self.mean) / self.scale
+            for name, k in moved_per_feature(self.layout, self.feats, z, r["z_cf"],
+                                             r["moved"], flagged):
+                self.moved_n[name] = self.moved_n.get(name, 0) + k
         cand = np.flatnonzero(flagged)
         if len(cand) > N_ROWS:
             cand = cand[np.argpartition(-np.abs(v["effect"][cand]), N_ROWS)[:N_ROWS]]
@@ -146,28 +155,28 @@ class EffectPass:
                 heapq.heapreplace(self.top, item)
 
     def _record(self, b, i, r, cols, c_raw) -> dict:
-        from faux.audit.words import moved_features, row_text
+        from faux.audit.words import moved_changes, moved_word, row_text
 
         p, p_cf = float(r["p"][i]), float(cols["p_cf"][i])
         eff = float(cols["effect"][i])
         lo, hi = float(cols["effect_lo"][i]), float(cols["effect_hi"][i])
         own = self.info.group_labels(np.asarray([c_raw[i]]))[0]
-        moved = moved_features(self.layout, self.feats, b.x[i], r["z_cf"][i], r["moved"][i],
-                               self.mean, self.scale, N_MOVED)
+        changes = moved_changes(self.layout, self.feats, b.x[i], r["z_cf"][i], r["moved"][i],
+                                self.mean, self.scale, N_MOVED)
         level = None if r["level"] is None else self.info.levels[int(r["level"][i])]
-        changes = cols["decision_changes"]
+        decided = cols["decision_changes"]
         rec = {"row_id": int(b.start + i), "group": str(own), "p": p, "p_cf": p_cf,
                "effect": eff, "interval": [lo, hi],
-               "decision_changes": None if changes is None else bool(changes[i]),
+               "decision_changes": None if decided is None else bool(decided[i]),
                "off_support": bool(cols["off_support"][i]),
                "unreachable": bool(cols["unreachable"][i]), "p_value": float(cols["p_value"][i]),
-               "moved": moved}
+               "changes": changes, "moved": [moved_word(c) for c in changes]}
         rec["text"] = row_text(self.name, self.info, own, level, rec, len(self.auxes), self.st)
         return rec
 
     def finish(self, n_rows: int) -> dict:
         """summary["effects"][attribute]."""
-        from faux.audit.words import headline
+        from faux.audit.words import headline, moved_counts
 
         test = self.model_test()
         n_null = self.null_dp.shape[0]
@@ -186,6 +195,7 @@ class EffectPass:
                "unreachable": self.n_unreach, "mean_abs_effect": self.abs_sum / max(self.n, 1),
                "aux_models": len(self.auxes), "directions": self.directions,
                "gaps": [_gap_value(g) for g in self.gaps],
+               "moved_counts": moved_counts(self.moved_n.items()),
                "model_test": test, "expected_false_flags": ef, "rows": rows}
         out["headline"] = headline(out, self.st)
         return out

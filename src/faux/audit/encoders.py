@@ -47,7 +47,7 @@ from faux.audit.encoder_steps import (
     is_nan,
     refuse,
 )
-from faux.audit.layout import Block, Layout
+from faux.audit.layout import Block, Layout, Units
 from faux.errors import ConfigError, DataError
 
 #: the level of a one-hot block whose column is the encoder's infrequent categories
@@ -229,9 +229,33 @@ def _map(pre, raw: list[str]):
             unseen_as[s] = (f"a level of their own, {UNSEEN!r}" if block.unseen
                             else f"the level {block.levels[block.level_of(unseen_codes[s])]!r}")
     used = {c for b in blocks for c in b.columns}
-    layout = Layout(n_out, tuple(sorted(blocks, key=lambda b: b.columns[0])),
-                    tuple(j for j in range(n_out) if j not in used))
+    cont = tuple(j for j in range(n_out) if j not in used)
+    layout = Layout(n_out, tuple(sorted(blocks, key=lambda b: b.columns[0])), cont,
+                    _units(pre, raw, base, [(j, outs[j]) for j in cont]))
     return layout, tracer.uses, unseen_as
+
+
+def _units(pre, raw: list[str], base: dict, cont: list) -> tuple[Units, ...]:
+    """The continuous output columns that are an affine function of one raw column (passed
+    through, or by a scaler: ``pre``'s output at the raw values 1, 2 and 11 on a line), so
+    that their values can be shown in the raw column's units; a column that is not (a
+    ``QuantileTransformer``'s), or whose probe fails, is left in the model's units."""
+    out = []
+    for src in dict.fromkeys(c.source for _, c in cont if c.kind in ("raw", "num")):
+        try:
+            rows = _probe(pre, raw, dict(base, **{src: 1.0}), [(src, 2.0), (src, 11.0)],
+                          f"values of column {src!r}")
+        except ConfigError:
+            continue
+        for j, c in cont:
+            if c.source != src or c.kind not in ("raw", "num"):
+                continue
+            f1, f2, f11 = rows[:, j]
+            slope = f2 - f1
+            if np.isfinite([f1, f2, f11]).all() and slope != 0 and np.isclose(
+                    f11, f1 + 10 * slope, rtol=1e-7, atol=1e-9 * abs(slope)):
+                out.append(Units(j, src, float(slope), float(f1 - slope)))
+    return tuple(out)
 
 
 def _block(name: str, cols: list[int], enc, j: int, codes: np.ndarray, unseen) -> Block:
@@ -368,6 +392,6 @@ class EncodedSource(Source):
             y = None
             if label:
                 y = extra.get("__y__", frame[label].to_numpy() if label in frame else None)
-            yield Batch(start, x, cs[prot[0]], y, cs)
+            yield Batch(start, x, cs[prot[0]], y, cs, raw=frame[self.enc.raw_features])
         if not self._warned:  # the first pass over every row
             self._warn_unseen(seen)

@@ -173,6 +173,9 @@ class View:
     stats: GroupStats | None = None
     null_nets: list | None = None  # null aux models trained ahead (``train_primary``)
     seed_nets: list | None = None  # aux models of seeds 1 .. aux_seeds - 1 trained ahead
+    #: an intersection's: per cell, [rows, rows the audit flags] (the first attribute's
+    #: verdict, ``flagged``), beside the view's own flags by its score
+    verdict_counts: dict = field(default_factory=dict)
 
 
 def build_views(sc: Scan, min_cell: int, intersection: bool = True) -> list[View]:
@@ -321,7 +324,16 @@ def add_batch(views: list[View], b, s_primary: dict, flagged, exceed, primary_la
             f = (1 + e) / (n_null + 1) <= alpha
         else:
             f = s[m0] > v.thresholds[m0]
-        v.stats.add(v.labels_of(b.cs), s[m0], f, e)
+        labels = v.labels_of(b.cs)
+        v.stats.add(labels, s[m0], f, e)
+        if v.kind == "intersection":
+            cells, inv = np.unique(np.asarray(labels).astype(str), return_inverse=True)
+            rows = np.bincount(inv.reshape(-1), minlength=len(cells))
+            hits = np.bincount(inv.reshape(-1), weights=flagged, minlength=len(cells))
+            for g, n, k in zip(cells, rows, hits, strict=True):
+                cnt = v.verdict_counts.setdefault(str(g), [0, 0])
+                cnt[0] += int(n)
+                cnt[1] += int(k)
         cols.update({f"{m}:{v.name}": s[m] for m in methods})
     return cols
 
@@ -377,6 +389,8 @@ def finish_views(views: list[View], sc: Scan, z_sample: np.ndarray, feature_of, 
                        "flagged_by": "effect" if v.name in effect_views else "score",
                        "aux_quality": v.quality,
                        "aux_outputs": 1 if v.info.kind != "categorical" else len(v.info.levels)}
+        if v.kind == "intersection" and effect_views:
+            out[v.name]["verdict"] = _verdict_cells(v, views[0].name)
     n_seeds = len(views[0].seed_scores)
     text = (f"{LEVEL:.0%} intervals. Over rows: percentile bootstrap, {BOOTSTRAP} resamples of "
             f"each group's {n_rows:,} rows in all (flagged counts Binomial, mean scores from "
@@ -387,6 +401,18 @@ def finish_views(views: list[View], sc: Scan, z_sample: np.ndarray, feature_of, 
     return {"attributes": list(sc.attrs), "primary_view": views[0].name, "views": out,
             "interval": {"level": LEVEL, "bootstrap": BOOTSTRAP, "aux_seeds": n_seeds,
                          "text": text}}
+
+
+def _verdict_cells(v: View, attribute: str) -> dict:
+    """An intersection's cells with the audit's flagged rows (``attribute``'s verdict) and
+    Wilson's interval of their rate."""
+    from faux.audit.outcomes import wilson
+
+    rows = [{"group": g, "rows": n, "flagged": k, "rate": k / n if n else None,
+             "rate_ci": wilson(k, n)} for g, (n, k) in sorted(v.verdict_counts.items())]
+    return {"attribute": attribute, "rows": rows,
+            "text": f"rows flagged by the effect verdict for {attribute} (the audit's "
+                    f"flagged), per cell of {v.name}; Wilson's 95% interval"}
 
 
 def difference_ratio(values) -> tuple[float, float]:

@@ -3,6 +3,7 @@ each with its levels' codes, and the continuous columns beside them."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,12 +51,39 @@ class Block:
 
 
 @dataclass(frozen=True)
+class Units:
+    """A continuous input column that is an affine function of one of the user's own columns
+    (a Pipeline's scaler, or the column passed through): ``value = intercept + slope * raw``,
+    so that a value the model reads is shown in the user's units."""
+
+    column: int  # the input column
+    name: str  # the user's column it is computed from
+    slope: float
+    intercept: float
+
+    def raw(self, value: float) -> float:
+        """``value`` in the user's units, rounded at a billionth of the column's scale
+        (``1 / slope``: its standard deviation for a standard scaler), below which the
+        inverse holds only float noise (a raw 0 computes back as -2e-13)."""
+        v = (float(value) - self.intercept) / self.slope
+        digits = int(-math.floor(math.log10(1e-9 / abs(self.slope))))
+        return float(f"{round(v, digits):.10g}") + 0.0
+
+
+@dataclass(frozen=True)
 class Layout:
-    """Which input columns are categorical (blocks) and which continuous."""
+    """Which input columns are categorical (blocks) and which continuous; ``units``: the
+    continuous columns known to be an affine function of a user's column (a Pipeline's
+    encoding steps, ``faux.audit.encoders``)."""
 
     n_features: int
     blocks: tuple[Block, ...] = ()
     continuous: tuple[int, ...] = field(default=())
+    units: tuple[Units, ...] = ()
+
+    def units_of(self, column: int) -> Units | None:
+        """The user's units of input column ``column``, when known."""
+        return next((u for u in self.units if u.column == column), None)
 
     @staticmethod
     def infer(x: np.ndarray, names) -> Layout:

@@ -1,8 +1,8 @@
 """Where an audit's inputs came from, for ``summary["provenance"]`` and the report's header:
 the data file's sha256 (read in chunks), or for data in memory a sha256 over pandas' row
 hashes of the frame (``pandas.util.hash_pandas_object``; stated as such, it is not a file's
-hash), the model file's sha256 (``faux.audit.models``), and the versions of faux, Python,
-torch, scikit-learn, numpy and pandas."""
+hash), the model file's sha256 (``faux.audit.models``) and the model's version as the user
+names it, and the versions of faux, Python, torch, scikit-learn, numpy and pandas."""
 
 from __future__ import annotations
 
@@ -68,7 +68,11 @@ def data_provenance(source) -> dict:
                        "(features, protected values, label), not of a file"}
 
 
-def provenance(source, model_info: dict) -> dict:
+def provenance(source, model_info: dict, model_version: str | None = None) -> dict:
+    """``summary["provenance"]``: the data's and the model's identity (``model_version``: the
+    model's own version as the user names it, ``--model-version``) and the versions of the
+    libraries."""
     return {"data": data_provenance(source),
-            "model": {"file": model_info.get("file"), "sha256": model_info.get("sha256")},
+            "model": {"file": model_info.get("file"), "sha256": model_info.get("sha256"),
+                      "version": model_version},
             "versions": versions()}

@@ -24,7 +24,8 @@ class AuditResult:
     attribute (aux transparency report, one-hot groups aggregated), highest first;
     ``passed``: False when a gate (fail_above / max_flagged_rate) failed; ``out_dir``: where
     the outputs were written (or None); ``warnings``: the audit's warnings (one line each,
-    also raised as ``FauxAuditWarning``). ``save(folder)`` writes the outputs as the CLI does."""
+    also raised as ``FauxAuditWarning``). ``save(folder)`` writes the outputs as the CLI does;
+    ``to_html()`` returns the report (a notebook shows it)."""
 
     def __init__(self, summary: dict, feature_ranking: dict, top_flagged: pd.DataFrame,
                  scores: pd.DataFrame | None = None, out_dir: Path | None = None,
@@ -90,7 +91,19 @@ class AuditResult:
     def exit_code(self) -> int:
         return 0 if self.passed else 1
 
+    def to_html(self) -> str:
+        """The report (``report.html``'s page) as a string."""
+        from faux.audit.report import render
+
+        return render(self)
+
+    def _repr_html_(self) -> str:
+        """The report, shown by a notebook (its styles apply inside the report only)."""
+        return self.to_html()
+
     def __repr__(self) -> str:
+        from faux.audit.conclusion import conclude
+
         s = self.summary
         st = s["settings"]
         q = s.get("aux_quality", {})
@@ -108,14 +121,20 @@ class AuditResult:
                      if v.get("task") == "regression" else
                      f"predicted probability moves by at least {st.get('materiality'):g}"
                      if st.get("materiality") is not None else "decision changes")
+            each = "fit" if v.get("counterfactual") == "transport" else "aux model"
             rule = (f"by the effect verdict ({moves} with {s['data']['protected']} "
-                    "under every aux model)")
+                    f"under every {each})")
             rates = f"{rates} (diagnostic)"
         else:
             rule = f"with {st['primary']} > {st['threshold']:.4g}"
+        c = conclude(s)
+        said = "".join(f"\n  {a['sentence']}" for a in c["attributes"])
         warned = "".join(f"\n  warning: {w}" for w in self.warnings)
-        return (f"AuditResult({s['data']['rows']:,} rows, protected {s['data']['protected']!r}, "
+        attrs = (s.get("groups") or {}).get("attributes") or [s["data"]["protected"]]
+        return (f"AuditResult({s['data']['rows']:,} rows, protected "
+                f"{', '.join(repr(a) for a in attrs)}, "
                 f"methods {', '.join(st['methods'])}; aux {qual})\n"
+                f"  {c['badge']}: {c['why']}{said}\n"
                 f"  flagged: {s['flagged']['count']:,} ({s['flagged']['rate']:.2%}) {rule}; "
                 f"{gate}\n"
                 f"  rows above each threshold: {rates}\n"

@@ -69,6 +69,7 @@ def score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar, 
             extra = add_batch(views, b, s, flagged, e, groups, methods, alpha,
                               view_flags, scores=given) if views else {}
             tally.add(b, s, groups, flagged, e, thresholds)
+            tally.add_effects(b, eff_cols, passes)
             frame = pd.DataFrame({"row_id": np.arange(b.start, b.start + len(flagged)),
                                   **{m: s[m] for m in methods}, "flagged": flagged,
                                   **eff_cols, **extra})
@@ -153,6 +154,9 @@ class _Tally:
         self.keep_p = min(1.0, PLOT_SAMPLE / (n_rows if n_sample is None else max(n_sample, 1)))
         self.plot = {m: [] for m in methods}
         self.plot["group"] = []
+        # the effects' plot sample: every row may be drawn (the scores' may be the sample's)
+        self.rng_fx = np.random.default_rng(seed + 2)
+        self.keep_fx = min(1.0, PLOT_SAMPLE / max(n_rows, 1))
         self.mem = [] if keep else None
         self.n_flag = 0
         self.per_group: dict[str, list[int]] = {}
@@ -195,6 +199,22 @@ class _Tally:
         for m in self.methods:
             self.plot[m].append(s[m][sel])
         self.plot["group"].append(groups[sel].astype(str))
+
+    def add_effects(self, b, cols: dict, passes) -> None:
+        """The plot sample of each attribute's effects: the model's output (``effect.p``),
+        at the counterfactual (``effect.p_cf:<attribute>``) and the row's group
+        (``effect.group:<attribute>``)."""
+        if not passes:
+            return
+        sel = self.rng_fx.random(len(cols["p"])) < self.keep_fx
+        part = {"effect.p": cols["p"]}
+        for ps in passes:
+            c_raw = b.cs[ps.name] if b.cs is not None else b.c
+            part[f"effect.p_cf:{ps.name}"] = cols[ps.suffix("p_cf")]
+            part[f"effect.group:{ps.name}"] = np.asarray(
+                ps.info.group_labels(np.asarray(c_raw))).astype(str)
+        for k, v in part.items():
+            self.plot.setdefault(k, []).append(np.asarray(v)[sel])
 
     def _top(self, b, score, groups, flagged) -> None:
         cand = np.flatnonzero(flagged)

@@ -88,6 +88,7 @@ class AuditSettings:
     null_transports: int = NULL_TRANSPORTS
     direct_only: bool = False
     max_excess_flags: float | None = None
+    model_version: str | None = None
 
     @classmethod
     def names(cls) -> list[str]:
@@ -116,6 +117,7 @@ class AuditSettings:
         if v is not None and (not _is_number(v) or not math.isfinite(v) or not 0 <= v <= 1):
             raise ConfigError(f"max_excess_flags (--max-excess-flags) must be a share of the "
                               f"rows from 0 to 1, got {v!r}")
+        _check_model_version(self.model_version)
         if self.fd_scores not in FD_SCORES:
             raise ConfigError(f"fd_scores (--fd-scores) must be one of {', '.join(FD_SCORES)}, "
                               f"got {self.fd_scores!r}")
@@ -208,6 +210,21 @@ def _check_counterfactual(counterfactual, hold, null_transports) -> None:
     if not _is_int(null_transports) or not 2 <= null_transports <= 1000:
         raise ConfigError(f"null_transports (--null-transports) must be an integer from 2 to "
                           f"1000, got {null_transports!r}; the default is {NULL_TRANSPORTS}")
+
+
+#: the longest ``model_version`` (a version string, a commit, a registry tag: one line)
+MODEL_VERSION_MAX = 200
+
+
+def _check_model_version(value) -> None:
+    if value is None:
+        return
+    if (not isinstance(value, str) or not value.strip() or len(value) > MODEL_VERSION_MAX
+            or any(ch in value for ch in "\r\n")):
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise ConfigError(f"model_version (--model-version) must be one line of text of at "
+                          f"most {MODEL_VERSION_MAX} characters naming the model's version "
+                          f"(a version, a commit, a registry tag), got {shown}")
 
 
 def _check_positive_label(value, has_label: bool) -> None:

@@ -19,6 +19,7 @@ class Batch:
     c: np.ndarray  # (m,) raw values of the (first) protected attribute
     y: np.ndarray | None
     cs: dict | None = None  # every protected attribute's raw values, by column name
+    raw: object = None  # a Pipeline's: the user's columns it encodes (a DataFrame), as read
 
 
 class Source:

@@ -80,6 +80,17 @@ def _scoring(r) -> dict:
             "rows_per_s": round(sc.n_rows / max(r.t_score, 1e-9), 1)}
 
 
+def _user_units(r) -> dict | None:
+    """A Pipeline's continuous features that are an affine function of one of the user's
+    columns (``faux.audit.layout.Units``): feature -> that column, the slope and intercept;
+    the report and the rows' moves show those features in the user's units."""
+    units = getattr(r.layout, "units", None) if r.layout is not None else None
+    if not units:
+        return None
+    return {r.feats[u.column]: {"column": u.name, "slope": u.slope, "intercept": u.intercept}
+            for u in units}
+
+
 def build(r) -> dict:
     """summary.json's content; ``r.gate`` the gate's reasons."""
     from faux.audit.groups import finish_views
@@ -107,7 +118,8 @@ def build(r) -> dict:
                                     if r.target.feature_names is not None
                                     and r.feats == r.target.feature_names else "in order"),
                   **r.target.provenance()},
-        "data": {"rows": n, "features": r.feats, "protected": r.c_cols[0], "label": r.y_col},
+        "data": {"rows": n, "features": r.feats, "protected": r.c_cols[0], "label": r.y_col,
+                 "user_units": _user_units(r)},
         "protected": {"kind": sc.protected.kind,
                       "levels": [str(v) for v in sc.protected.levels],
                       "counts": sc.protected.counts},
@@ -126,7 +138,7 @@ def build(r) -> dict:
                          for f, v in list(r.ranking.items())[:10]],
         "gate": {"passed": not r.gate, "reasons": r.gate, "exit_code": 0 if not r.gate else 1},
         "groups": groups, "outcomes": outcomes, "performance": performance,
-        "provenance": provenance(r.raw_source, r.target.provenance()),
+        "provenance": provenance(r.raw_source, r.target.provenance(), st.model_version),
         "missing": None if r.missing is None else r.missing.summary(n),
         "seconds_total": round(time.perf_counter() - r.t_start, 3),
         "baselines": r.baselines,

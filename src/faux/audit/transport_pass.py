@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from faux.audit import transport as tp
+from faux.audit.words import moved_word, tidy
 from faux.errors import ConfigError
 
 N_ROWS = 50  # flagged rows described per attribute (the largest |effect| first)
@@ -146,6 +147,7 @@ class TransportPass:
         self.own_values = [_own_values(f, info) for f in self.own]
         self.features = [f for f in every if f.name != name]
         self.direct_only = bool(direct_only)
+        self.layout = layout
         x, g = np.asarray(sc.x, dtype=np.float64), info.index(sample_c)
         rng = np.random.default_rng(seed)
         fixed = list(range(len(self.features))) if direct_only else held(self.features, hold)
@@ -172,6 +174,8 @@ class TransportPass:
         self.s_flag = np.zeros(self.n_sample, dtype=bool)
         self.n = self.n_flag = self.n_change = self.n_off = 0
         self.abs_sum = 0.0
+        self.moved_n = np.zeros(len(first.moved), dtype=np.int64)  # per moved feature: the
+        # flagged rows whose counterfactual changed it
         self.top: list = []
 
     def _carry(self, t, x, g, g_to) -> tp.Transported:
@@ -272,6 +276,7 @@ class TransportPass:
             self.n_change += int(cols["decision_changes"].sum())
         self.n_off += int(cols["off_support"].sum())
         self.abs_sum += float(np.abs(cols["effect"]).sum())
+        self.moved_n += moved.moved[flagged].sum(axis=0)
         cand = np.flatnonzero(flagged)
         if len(cand) > N_ROWS:
             cand = cand[np.argpartition(-np.abs(cols["effect"][cand]), N_ROWS)[:N_ROWS]]
@@ -285,15 +290,26 @@ class TransportPass:
             else:
                 heapq.heapreplace(self.top, item)
 
-    def _moved_words(self, x_row, cf_row, moved_row) -> list[str]:
+    def _name(self, i: int) -> str:
+        """Feature ``i``'s name in the user's words: a continuous column known to be an
+        affine function of a user's column (a Pipeline's scaler) by that column's name."""
+        f = self.features[i]
+        u = None if f.categorical or self.layout is None else self.layout.units_of(
+            f.columns[0])
+        return f.name if u is None else u.name
+
+    def _changes(self, x_row, cf_row, moved_row) -> list[dict]:
+        """What the row's counterfactual changed, in the user's units where they are known
+        (``Layout.units``): ``{"feature", "from", "to"}`` per moved feature."""
         out = []
         for f in self.own:  # the attribute itself, as the model reads it
             if f.categorical:
                 a, b = f.levels_of(x_row[None])[0], f.levels_of(cf_row[None])[0]
-                out.append(f"{f.name}: {f.levels[a]} → {f.levels[b]}")
+                out.append({"feature": f.name, "from": f.levels[a], "to": f.levels[b]})
             else:
                 j = f.columns[0]
-                out.append(f"{f.name}: {x_row[j]:.4g} → {cf_row[j]:.4g}")
+                out.append({"feature": f.name, "from": tidy(float(x_row[j])),
+                            "to": tidy(float(cf_row[j]))})
         for pos, i in enumerate(self.transports[0].moved):
             if not moved_row[pos]:
                 continue
@@ -301,10 +317,13 @@ class TransportPass:
             if f.categorical:
                 a = f.levels_of(x_row[None])[0]
                 b = f.levels_of(cf_row[None])[0]
-                out.append(f"{f.name}: {f.levels[a]} → {f.levels[b]}")
-            else:
-                j = f.columns[0]
-                out.append(f"{f.name}: {x_row[j]:.4g} → {cf_row[j]:.4g}")
+                out.append({"feature": f.name, "from": f.levels[a], "to": f.levels[b]})
+                continue
+            j = f.columns[0]
+            u = None if self.layout is None else self.layout.units_of(j)
+            a, b = (float(x_row[j]), float(cf_row[j])) if u is None else (
+                u.raw(x_row[j]), u.raw(cf_row[j]))
+            out.append({"feature": self._name(i), "from": tidy(a), "to": tidy(b)})
         return out
 
     def _record(self, b, i, p, cols, moved, to, c_raw) -> dict:
@@ -315,8 +334,9 @@ class TransportPass:
                "decision_changes": (None if cols["decision_changes"] is None
                                     else bool(cols["decision_changes"][i])),
                "off_support": bool(cols["off_support"][i]), "unreachable": False,
-               "p_value": float(cols["p_value"][i]),
-               "moved": self._moved_words(b.x[i], moved.x[i], moved.moved[i])}
+               "p_value": float(cols["p_value"][i])}
+        rec["changes"] = self._changes(b.x[i], moved.x[i], moved.moved[i])
+        rec["moved"] = [moved_word(c) for c in rec["changes"]]
         what = "predicted value" if self.st.regression else "predicted probability"
         rec["to"] = str(self.info.levels[int(to[i])])
         rec["text"] = (f"the same person with {self.name} {own} → {rec['to']}: {what} "
@@ -348,7 +368,7 @@ class TransportPass:
                                f"{len(self.null_counts)} c-blind transports: p = "
                                f"{test['p_value']:.3g} (negative binomial); rank p = "
                                f"{test['rank_p']:.3g}")}
-        from faux.audit.words import headline
+        from faux.audit.words import headline, moved_counts
 
         out = {"attribute": self.name, "kind": self.kind, "counterfactual": "transport",
                 "rows_scored": self.n, "flagged": self.n_flag,
@@ -360,6 +380,8 @@ class TransportPass:
                 "reads_attribute": bool(self.own), "direct_only": self.direct_only,
                 "held_fixed": [t.features[i].name for i in t.fixed],
                 "moved": [t.features[i].name for i in t.moved],
+                "moved_counts": moved_counts(
+                    (self._name(i), int(k)) for i, k in zip(t.moved, self.moved_n, strict=True)),
                 "model_test": model_test, "expected_false_flags": ef, "rows": rows,
                 "plausibility": {
                     "groups": self.plausibility,

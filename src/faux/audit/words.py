@@ -14,17 +14,49 @@ def _num(v: float, sign: bool = False) -> str:
     return f"{float(v):+.4g}" if sign else f"{float(v):.4g}"
 
 
-def moved_features(layout, feats, x, z_cf, moved, mean, scale, n_continuous: int) -> list[str]:
-    """``relationship: Husband → Wife`` for each categorical block that swapped level, then
-    ``age: 38 → 41.2`` for the ``n_continuous`` continuous features that moved most (in
-    standard deviations), in raw units (``x = mean + scale * z``)."""
+def tidy(v: float) -> float:
+    """A value computed back into the user's units, without its float noise (53.00000000000017
+    -> 53.0): ten significant digits."""
+    return float(f"{float(v):.10g}")
+
+
+def moved_word(change: dict) -> str:
+    """``relationship: Husband → Wife``; ``age: 38 → 41.2`` (enough digits to see a move)."""
+    a, b = change["from"], change["to"]
+    if isinstance(a, str) or isinstance(b, str):
+        return f"{change['feature']}: {a} → {b}"
+    old, new = _num(a), _num(b)
+    if old == new:  # a small move: enough digits to see it
+        old, new = f"{float(a):.7g}", f"{float(b):.7g}"
+    return f"{change['feature']}: {old} → {new}"
+
+
+def moved_counts(pairs) -> dict:
+    """``{feature: flagged rows whose counterfactual moved it}``, the most moved first (a
+    feature named twice, e.g. a user's column read twice by a Pipeline, adds up)."""
+    out: dict[str, int] = {}
+    for name, k in pairs:
+        out[name] = out.get(name, 0) + int(k)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def _continuous_name(layout, feats, j: int) -> str:
+    u = layout.units_of(j)
+    return feats[j] if u is None else u.name
+
+
+def moved_changes(layout, feats, x, z_cf, moved, mean, scale, n_continuous: int) -> list[dict]:
+    """``{"feature", "from", "to"}`` for each categorical block that swapped level, then for
+    the ``n_continuous`` continuous features that moved most (in standard deviations), in
+    raw units (``x = mean + scale * z``), the user's where known (``Layout.units``)."""
     out = []
     for bi, block in enumerate(layout.blocks):
         new = int(moved[bi])
         if new < 0:
             continue
         old = block.level_of(np.asarray(x)[list(block.columns)])
-        out.append(f"{block.name}: {block.levels[old]} → {block.levels[new]}")
+        out.append({"feature": block.name, "from": block.levels[old],
+                    "to": block.levels[new]})
     cont = np.asarray(layout.continuous, dtype=np.int64)
     if cont.size:
         z = (np.asarray(x, dtype=np.float64) - mean) / scale
@@ -32,10 +64,32 @@ def moved_features(layout, feats, x, z_cf, moved, mean, scale, n_continuous: int
         x_cf = mean + scale * np.asarray(z_cf, dtype=np.float64)
         for j in cont[np.argsort(-dz, kind="stable")][:n_continuous]:
             if abs(z_cf[j] - z[j]) >= MIN_MOVE:
-                old, new = _num(x[j]), _num(x_cf[j])
-                if old == new:  # a small move: enough digits to see it
-                    old, new = f"{float(x[j]):.7g}", f"{float(x_cf[j]):.7g}"
-                out.append(f"{feats[j]}: {old} → {new}")
+                u = layout.units_of(j)
+                a, b = (float(x[j]), float(x_cf[j])) if u is None else (u.raw(x[j]),
+                                                                        u.raw(x_cf[j]))
+                out.append({"feature": _continuous_name(layout, feats, j), "from": tidy(a),
+                            "to": tidy(b)})
+    return out
+
+
+def moved_features(layout, feats, x, z_cf, moved, mean, scale, n_continuous: int) -> list[str]:
+    """``relationship: Husband → Wife`` for each categorical block that swapped level, then
+    ``age: 38 → 41.2`` for the ``n_continuous`` continuous features that moved most (in
+    standard deviations), in raw units (the user's where known)."""
+    return [moved_word(c) for c in moved_changes(layout, feats, x, z_cf, moved, mean, scale,
+                                                  n_continuous)]
+
+
+def moved_per_feature(layout, feats, z, z_cf, moved, rows) -> list[tuple[str, int]]:
+    """Per feature, how many of ``rows`` (a mask) had it moved by their counterfactual: a
+    block when its level swapped, a continuous feature by at least ``MIN_MOVE`` standard
+    deviations."""
+    rows = np.asarray(rows, dtype=bool)
+    out = [(b.name, int((np.asarray(moved)[rows, bi] >= 0).sum()))
+           for bi, b in enumerate(layout.blocks)]
+    for j in layout.continuous:
+        d = np.abs(np.asarray(z_cf)[rows, j] - np.asarray(z)[rows, j])
+        out.append((_continuous_name(layout, feats, j), int((d >= MIN_MOVE).sum())))
     return out
 
 
