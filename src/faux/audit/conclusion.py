@@ -10,7 +10,8 @@ import math
 #: the model-level test's p-value under which an attribute's flags are evidence
 EVIDENCE_P = 0.05
 
-RULE = ("FAIL: a gate was set (--max-flagged-rate; --fail-above under --verdict score) and "
+RULE = ("FAIL: a gate was set (--max-flagged-rate, --max-excess-flags; --fail-above under "
+        "--verdict score) and "
         "the audit exceeds it (exit code 1). REVIEW: no gate failed, but for at least one "
         "protected attribute the model-level test gives p < {p:g} and more rows are flagged "
         "than the upper end of the 95 % interval expected for a model that ignores the "
