@@ -138,12 +138,13 @@ def method_names(fliptest: bool = False) -> tuple[str, ...]:
 def config(name: str, gan_steps: int | None = None):
     """The ``MethodConfig`` a method runs under (the module docstring)."""
     from faux.methods import registry
+    from faux.methods.builtin import LicUBMethod
     from faux.methods.options import ScoreOptions
     from faux.methods.protocol import MethodConfig
     from faux.models.wgan import GANSpec
 
     method = registry.get(name)
-    params = {"lic_ub": dict(LIC_UB)}
+    params = {LicUBMethod.name: dict(LIC_UB)}
     if "gan" in method.needs:
         params[name] = {"gen_steps": gan_steps or GANSpec().gen_steps}
     return MethodConfig(ScoreOptions.of(method.audit_options), params, "cpu")
