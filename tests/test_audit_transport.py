@@ -319,3 +319,30 @@ def test_the_excess_gate_fails_an_unfair_model_and_passes_a_fair_one():
     assert fair.summary["settings"]["max_excess_flags"] == 0.0
     with pytest.raises(Exception, match="max_excess_flags must be a share"):
         _audit(_Reads([1.0, -1.0, 0.5, 0.0]), X, c, max_excess_flags=2)
+
+
+def test_another_protected_attribute_the_model_reads_stays_as_it_is():
+    """Two attributes, the model reading the second: carrying a row to the other sex never
+    changes its race (one attribute at a time)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    n = 1500
+    sex = rng.integers(0, 2, n)
+    race = (rng.random(n) < 0.3 + 0.3 * sex).astype(int)   # depends on sex in the sample
+    X = pd.DataFrame({"x1": rng.normal(size=n), "proxy": sex + 0.3 * rng.normal(size=n),
+                      "race": race})
+    import torch
+
+    import faux
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return x[:, 0] + 2 * x[:, 1] + x[:, 2] - 1.5
+
+    res = faux.audit(M(), X.assign(sex=sex), ["sex", "race"], features=["x1", "proxy", "race"],
+                     counterfactual="transport", aux_epochs=2, progress=False,
+                     null_transports=3, intersection=False)
+    e = res.summary["effects"]["sex"]
+    assert "race" in e["held_fixed"] and "proxy" in e["moved"]
+    assert not any(c["feature"] == "race" for r in e["rows"] for c in r["changes"])

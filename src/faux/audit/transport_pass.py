@@ -117,14 +117,18 @@ def prepare(views, target, sc, feats, *, settings, layout=None, refits: int, nul
     from faux.audit.layout import Layout
 
     layout = layout if layout is not None else Layout.infer(sc.x, feats)
+    attributes = [v.name for v in views if v.kind == "attribute"]
     out = []
     for i, v in enumerate(views):
         if not carried(v):
             continue
+        # the other protected attributes the model reads stay as they are: one attribute
+        # changes at a time (their intersection is a view of its own)
+        keep = [a for a in attributes if a != v.name]
         out.append(TransportPass(v.name, v.info, sc, v.sample_c, feats, settings=settings,
                                  proba=target.proba, primary=i == 0, layout=layout,
                                  refits=refits, nulls=nulls, seed=seed, hold=hold,
-                                 direct_only=direct_only))
+                                 direct_only=direct_only, keep=keep))
     return out
 
 
@@ -134,7 +138,7 @@ class TransportPass:
 
     def __init__(self, name, info, sc, sample_c, feats, *, settings, proba, primary: bool,
                  layout=None, refits: int = 3, nulls: int = 10, seed: int = 0, hold=(),
-                 direct_only: bool = False):
+                 direct_only: bool = False, keep=()):
         self.name, self.info, self.kind = name, info, info.kind
         self.st, self.proba, self.primary = settings, proba, primary
         self.feats = list(feats)
@@ -150,7 +154,8 @@ class TransportPass:
         self.layout = layout
         x, g = np.asarray(sc.x, dtype=np.float64), info.index(sample_c)
         rng = np.random.default_rng(seed)
-        fixed = list(range(len(self.features))) if direct_only else held(self.features, hold)
+        fixed = list(range(len(self.features))) if direct_only else held(self.features, hold) + [
+            i for i, f in enumerate(self.features) if f.name in set(keep)]
         first = tp.fit_transport(x, g, self.k, self.features, hold=fixed)
         self.transports = [first] + [self._refit(first, x, g, rng.integers(len(x), size=len(x)))
                                      for _ in range(refits - 1)]
