@@ -105,7 +105,7 @@ def exact_vs_fd(rows: int, d: int, verdict: str = "effect") -> None:
     from sklearn.linear_model import LogisticRegression
 
     import faux
-    from faux.audit.models import from_estimator
+    from faux.audit.loaders.models import from_estimator
 
     rng = np.random.default_rng(1)
     c = rng.integers(0, 2, rows)
@@ -151,7 +151,7 @@ OLD_S_PER_MILLION = 24.0  # the score verdict's whole audit per million rows, be
 def _timed_training():
     """Yields a list that collects the wall time of every aux training call inside the
     block (``train_aux_family``: each view's stacked aux models)."""
-    import faux.audit.aux as aux
+    import faux.audit.scores.aux as aux
 
     spent: list[float] = []
     real = aux.train_aux_family

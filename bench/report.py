@@ -1,7 +1,7 @@
 """What writing report.html costs for a large audit: audits 1,000,000 in-memory rows (a
 logistic function of four features, one a proxy of ``sex``; ``sex`` and a four-level
 ``region`` protected, so the page has two attributes and their intersection; cheap aux
-settings), then times ``faux.audit.report.write_report`` on the result, and prints the
+settings), then times ``faux.audit.report.page.write_report`` on the result, and prints the
 seconds of each, the report's size and how many people it lists (target: the report in at
 most 5 s, whatever the rows).
 
@@ -27,7 +27,7 @@ def _model(x):
 
 def main() -> None:
     import faux
-    from faux.audit.report import write_report
+    from faux.audit.report.page import write_report
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=1_000_000)

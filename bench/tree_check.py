@@ -1,6 +1,6 @@
 """What checking a tree file's structure costs beside predicting with it: a random forest of
 300 trees (~6,500 nodes each) and a million-node tree numbered in random order, each checked
-by ``faux.audit.tree_check`` and, for the forest, predicted on its 20,000 training rows;
+by ``faux.audit.loaders.tree_check`` and, for the forest, predicted on its 20,000 training rows;
 prints the seconds and the ratio check / predict.
 
     python bench/tree_check.py
@@ -17,7 +17,7 @@ import numpy as np
 def main() -> None:
     from sklearn.ensemble import RandomForestClassifier
 
-    from faux.audit.tree_check import check_tree, estimator_trees
+    from faux.audit.loaders.tree_check import check_tree, estimator_trees
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(20_000, 8))

@@ -337,3 +337,185 @@ def test_the_size_check_sees_a_long_function_and_a_long_module(tmp_path):
     (pkg / "long.py").write_text("def f():\n" + body + "\n" * 420)
     modules, functions = sizes(tmp_path)
     assert modules == ["faux.long (506 lines)"] and functions == ["faux.long.f (86 lines)"]
+
+
+#: the audit's own floors, bottom first: a module of one imports from its floor or below.
+#: Floor 0 holds the audit's small shared modules (warnings, signals, progress, words for
+#: Python callers); the wings sit above them; the top level (settings, stages, the entry
+#: points) above the wings. docs/architecture.md draws the same.
+AUDIT_FLOORS = [
+    {"notices", "interrupts", "progress", "api_words"},
+    {"sources"},
+    {"loaders"},
+    {"scores"},
+    {"verdict"},
+    {"counterfactual"},
+    {"passes"},
+    {"report"},
+]
+AUDIT_WINGS = set().union(*AUDIT_FLOORS[1:])
+
+
+def _audit_floor(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[:2] != ["faux", "audit"] or len(parts) < 3:
+        return None
+    for i, floor in enumerate(AUDIT_FLOORS):
+        if parts[2] in floor:
+            return i
+    return len(AUDIT_FLOORS)  # the top level: settings, stages, core, cli, result, docs
+
+
+def audit_upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return [f"{m} -> {e}" for m, edges in sorted(graph.items()) for e in sorted(edges)
+            if _audit_floor(m) is not None and _audit_floor(e) is not None
+            and _audit_floor(e) > _audit_floor(m)]
+
+
+def test_the_audit_wings_import_down_their_floors():
+    graph = import_graph()
+    assert {m.split(".")[2] for m in graph if m.startswith("faux.audit.")} >= AUDIT_WINGS
+    assert audit_upward_imports(graph) == []
+    assert audit_upward_imports({"faux.audit.sources.data": {"faux.audit.report.page"}}) == [
+        "faux.audit.sources.data -> faux.audit.report.page"]
+
+
+def test_every_audit_module_sits_in_a_wing_or_the_short_top_level():
+    """The audit's top level holds its entry points and settings only; the rest is in
+    wings, each a package with a face (``__init__`` with ``__all__``)."""
+    audit = SRC / "faux" / "audit"
+    top = sorted(p.stem for p in audit.glob("*.py") if p.stem != "__init__")
+    assert len(top) <= 12, top
+    for wing in sorted(AUDIT_WINGS):
+        face = audit / wing / "__init__.py"
+        assert face.exists(), wing
+        assert "__all__" in face.read_text(), wing
+
+
+@pytest.mark.parametrize("wing", sorted(AUDIT_WINGS))
+def test_an_audit_face_resolves_its_names_without_loading_torch(wing):
+    import importlib
+    import subprocess
+    import sys
+
+    code = (f"import sys, faux.audit.{wing} as w; assert 'torch' not in sys.modules; "
+            "print(len(w.__all__))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    face = importlib.import_module(f"faux.audit.{wing}")
+    assert face.__all__ == sorted(face.__all__)
+    for name in face.__all__:
+        assert getattr(face, name) is not None
+
+
+MAX_AUDIT_PARAMETERS = 12
+
+
+def many_parameters(src: Path = SRC, limit: int = MAX_AUDIT_PARAMETERS) -> list[str]:
+    """The functions of src/faux/audit with more than ``limit`` parameters (positional,
+    keyword-only, ``*args`` and ``**kwargs`` each counting one; ``self``/``cls`` not)."""
+    out = []
+    for path in sorted((src / "faux" / "audit").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            a = node.args
+            names = [x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+            names = [n for n in names if n not in ("self", "cls")]
+            n = len(names) + (a.vararg is not None) + (a.kwarg is not None)
+            if n > limit:
+                out.append(f"{_module_name(path, src)}.{node.name} ({n})")
+    return out
+
+
+def test_no_audit_function_takes_more_than_12_parameters():
+    """A function that needs more takes a settings or stage-result object."""
+    assert many_parameters() == []
+
+
+def test_parameter_count_sees_keyword_only_and_star_args(tmp_path):
+    (tmp_path / "faux" / "audit").mkdir(parents=True)
+    (tmp_path / "faux" / "audit" / "m.py").write_text(
+        "def f(a, b, *c, d, e, **f): pass\nclass K:\n    def g(self, a, b): pass\n")
+    assert many_parameters(tmp_path, limit=5) == ["faux.audit.m.f (6)"]
+    assert many_parameters(tmp_path, limit=6) == []
+
+
+#: module-level state that is the process's, not an audit's: signals reach the process
+PROCESS_STATE = {"faux.audit.interrupts._RECEIVED"}
+MUTATORS = {"append", "extend", "update", "clear", "setdefault", "pop", "popitem", "add",
+            "insert", "discard", "remove", "__setitem__"}
+CACHE_DECORATORS = {"cache", "lru_cache", "cached_property"}
+
+
+def module_caches(src: Path = SRC) -> list[str]:
+    """``module.NAME`` for every module-level container of src/faux/audit that the code
+    mutates (``NAME[k] = v``, ``NAME.update(...)``, ``del NAME[k]``, ...), every
+    module-level instance of a class the module defines (a memo object; a frozen dataclass is a value), and every
+    module-level function memoised by ``functools.cache``/``lru_cache``: state that would
+    outlive one audit and be shared by the next in the same process (PROCESS_STATE aside)."""
+    out = []
+    for path in sorted((src / "faux" / "audit").rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        mod = _module_name(path, src)
+        names = set()
+        classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)
+                   and not any(isinstance(d, ast.Call) and any(
+                       k.arg == "frozen" and getattr(k.value, "value", False) for k in d.keywords)
+                       for d in n.decorator_list)}
+        for node in tree.body:
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                    and isinstance(node.value.func, ast.Name) and node.value.func.id in classes):
+                out += [f"{mod}.{t.id}" for t in node.targets if isinstance(t, ast.Name)]
+            targets = (node.targets if isinstance(node, ast.Assign)
+                       else [node.target] if isinstance(node, ast.AnnAssign) else [])
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+            if isinstance(node, ast.FunctionDef):
+                for d in node.decorator_list:
+                    f = d.func if isinstance(d, ast.Call) else d
+                    word = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+                    if word in CACHE_DECORATORS:
+                        out.append(f"{mod}.{node.name} (@{word})")
+        mutated = set()
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in MUTATORS and isinstance(node.func.value, ast.Name)):
+                mutated.add(node.func.value.id)
+            targets = (node.targets if isinstance(node, ast.Assign | ast.Delete)
+                       else [node.target] if isinstance(node, ast.AugAssign) else [])
+            for t in targets:
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                    mutated.add(t.value.id)
+        out += [f"{mod}.{n}" for n in sorted(names & mutated)]
+    return [o for o in out if o not in PROCESS_STATE]
+
+
+def test_no_module_level_cache_in_the_audit():
+    """Two audits in one process share nothing: a memo belongs to the object of one audit."""
+    assert module_caches() == []
+
+
+def test_module_cache_scan_sees_writes_and_memo_decorators(tmp_path):
+    (tmp_path / "faux" / "audit").mkdir(parents=True)
+    (tmp_path / "faux" / "audit" / "m.py").write_text(
+        "import functools\nMEMO = {}\nCONST = {'a': 1}\nSEEN = set()\n"
+        "def f(k):\n    MEMO[k] = 1\n    SEEN.add(k)\n    return CONST[k]\n"
+        "@functools.lru_cache(maxsize=8)\ndef g(x):\n    return x\n"
+        "def h():\n    local = {}\n    local['x'] = 1\n"
+        "class Memo:\n    pass\nMEMO2 = Memo()\n"
+        "@dataclass(frozen=True)\nclass V:\n    a: int = 1\nDEFAULT = V()\n")
+    assert module_caches(tmp_path) == ["faux.audit.m.g (@lru_cache)", "faux.audit.m.MEMO2",
+                                       "faux.audit.m.MEMO", "faux.audit.m.SEEN"]
+
+
+def f401_outside_faces(src: Path = SRC) -> list[str]:
+    """``path:line`` of every ``noqa: F401`` (an import kept only to re-export it) in a
+    module of src/faux that is not a package's ``__init__``."""
+    return [f"{p.relative_to(src).as_posix()}:{i}"
+            for p in sorted((src / "faux").rglob("*.py")) if p.name != "__init__.py"
+            for i, line in enumerate(p.read_text().splitlines(), 1) if "noqa: F401" in line]
+
+
+def test_re_exports_only_in_package_faces():
+    """Importers point at the module that defines a name; only a package's face re-exports."""
+    assert f401_outside_faces() == []

@@ -16,10 +16,10 @@ from scipy.stats import spearmanr
 
 import faux
 from audit_world import proxy_world
-from faux.audit.aux import train_aux
-from faux.audit.data import ProtectedInfo, standardisation
-from faux.audit.models import from_callable, from_estimator, from_torch, load_model
-from faux.audit.scoring import Scorer
+from faux.audit.loaders.models import from_callable, from_estimator, from_torch, load_model
+from faux.audit.scores.aux import train_aux
+from faux.audit.scores.scoring import Scorer
+from faux.audit.sources.data import ProtectedInfo, standardisation
 from faux.errors import ConfigError
 
 N = 1500

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import faux
-from faux.audit.data import ArraySource
+from faux.audit.sources.data import ArraySource
 
 HEAVY = ("aif360", "wandb", "pytorch_lightning", "lightning", "hydra", "torch")
 

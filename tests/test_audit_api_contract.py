@@ -14,7 +14,7 @@ import pytest
 
 import faux
 from faux.audit.core import _result_warnings, audit
-from faux.audit.outputs import MARKER
+from faux.audit.report.outputs import MARKER
 from faux.errors import ConfigError
 
 

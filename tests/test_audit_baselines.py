@@ -10,7 +10,7 @@ import pytest
 
 import faux
 from audit_world import proxy_world
-from faux.audit.baselines import (
+from faux.audit.scores.baselines import (
     FIXED_K,
     compare,
     consistency_rows,

@@ -11,7 +11,7 @@ import torch
 
 import faux
 from audit_world import proxy_world
-from faux.audit.calibration import bh_cut
+from faux.audit.scores.calibration import bh_cut
 
 ALPHA = 0.01
 

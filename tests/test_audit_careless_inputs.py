@@ -111,7 +111,7 @@ def test_onnxruntime_prints_nothing_of_its_own(tmp_path):
     control = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
                              text=True, timeout=120)
     assert "onnxruntime" in control.stderr  # the library does print, left to itself
-    code = "import sys; from faux.audit.models import load_model; load_model(sys.argv[1], 4)"
+    code = "import sys; from faux.audit.loaders.models import load_model; load_model(sys.argv[1], 4)"
     proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr

@@ -225,14 +225,14 @@ def test_black_box_width_mismatch_is_refused():
 
 
 def test_a_failure_while_writing_leaves_nothing(files, monkeypatch):
-    import faux.audit.report
+    import faux.audit.report.page
 
     tmp, data, model = files
 
     def broken(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(faux.audit.report, "write_report", broken)
+    monkeypatch.setattr(faux.audit.report.page, "write_report", broken)
     from faux.audit.core import audit
 
     with pytest.raises(OSError, match="disk full"):

@@ -266,8 +266,8 @@ def test_the_help_example_gates_on_the_flagged_rate(tmp_path, capsys):
 
 
 def test_moved_features_name_swapped_levels_and_the_largest_continuous_moves():
-    from faux.audit.effects import Layout
-    from faux.audit.words import moved_features
+    from faux.audit.counterfactual.effects import Layout
+    from faux.audit.verdict.words import moved_features
 
     names = ["age", "relationship=Husband", "relationship=Wife", "hours", "income", "smoker"]
     x = np.array([[38.0, 1, 0, 40.0, 10.0, 0], [50.0, 0, 1, 30.0, 20.0, 1]])

@@ -13,9 +13,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import MaxAbsScaler, OneHotEncoder, OrdinalEncoder, StandardScaler
 
-from faux.audit import effects as E
-from faux.audit.data import ArraySource, FileSource
-from faux.audit.encoders import EncodedSource, split, transform
+from faux.audit.counterfactual import effects as E
+from faux.audit.loaders.encoders import EncodedSource, split, transform
+from faux.audit.sources.data import ArraySource, FileSource
 from faux.errors import DataError
 
 
@@ -259,7 +259,7 @@ def audited(model, X, sex, **kw):
     """The audit of ``model`` (a few aux epochs) and every counterfactual row it built (by
     the aux counterfactual or by transport)."""
     import faux
-    from faux.audit import transport as tp
+    from faux.audit.counterfactual import transport as tp
 
     rows = []
     real, real_tp = E.exact_rows, tp.Transport.transport
@@ -446,7 +446,7 @@ def test_an_unseen_category_the_encoder_accepts_is_encoded_as_the_model_does(cas
 
 def test_a_counterfactual_swaps_an_unseen_category_to_a_known_one():
     """A row holding the unseen level moves to a known level, never the other way."""
-    from faux.audit.layout import Block, Layout
+    from faux.audit.sources.layout import Block, Layout
 
     n = 300
     rng = np.random.default_rng(0)

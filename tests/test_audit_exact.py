@@ -27,9 +27,9 @@ from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
 
 import faux
 from audit_world import proxy_world
-from faux.audit.exact import TOLERANCE, convert, mismatch, twin_outputs
-from faux.audit.models import from_estimator, load_model
-from faux.audit.scoring import Scorer
+from faux.audit.loaders.exact import TOLERANCE, convert, mismatch, twin_outputs
+from faux.audit.loaders.models import from_estimator, load_model
+from faux.audit.scores.scoring import Scorer
 
 
 def _data(n=300, seed=0):
@@ -165,8 +165,8 @@ def _proxy_world(n=800, seed=0):
 
 
 def test_exact_and_finite_differences_agree_on_a_planted_proxy():
-    from faux.audit.aux import train_aux
-    from faux.audit.data import ProtectedInfo, standardisation
+    from faux.audit.scores.aux import train_aux
+    from faux.audit.sources.data import ProtectedInfo, standardisation
 
     X, c = _proxy_world()
     rng = np.random.default_rng(1)
@@ -193,8 +193,8 @@ def test_exact_and_finite_differences_agree_on_a_planted_proxy():
 
 
 def test_exact_regressor_differentiates_its_prediction_as_finite_differences_do():
-    from faux.audit.aux import train_aux
-    from faux.audit.data import ProtectedInfo, standardisation
+    from faux.audit.scores.aux import train_aux
+    from faux.audit.sources.data import ProtectedInfo, standardisation
 
     X, c = _proxy_world(500, seed=2)
     ridge = Ridge().fit(X.values, X.x1 + 2 * X.proxy)  # predictions well outside (0, 1)

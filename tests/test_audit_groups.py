@@ -1,5 +1,5 @@
 """Several protected attributes, their intersection, and the group views with intervals over
-rows and over aux seeds (``faux.audit.groups``, ``faux.audit.intersection``)."""
+rows and over aux seeds (``faux.audit.passes.groups``, ``faux.audit.sources.intersection``)."""
 
 import json
 
@@ -9,11 +9,11 @@ import pytest
 import torch
 
 import faux
-from faux.audit import groups
-from faux.audit.aux import train_aux
 from faux.audit.cli import EXIT_INPUT, EXIT_OK, main
-from faux.audit.data import ArraySource, scan
-from faux.audit.intersection import OTHER, intersection_of
+from faux.audit.passes import groups
+from faux.audit.scores.aux import train_aux
+from faux.audit.sources.data import ArraySource, scan
+from faux.audit.sources.intersection import OTHER, intersection_of
 from faux.errors import ConfigError, DataError
 
 

@@ -17,7 +17,7 @@ import torch
 
 import faux
 import faux.audit.core as core
-import faux.audit.outputs as outputs
+import faux.audit.report.outputs as outputs
 from faux.audit.cli import EXIT_INPUT, EXIT_OK, main
 from faux.errors import FauxError
 from test_audit_cli import Proxy
@@ -270,13 +270,13 @@ def _full_in_scores_as_pyarrow_says_it(monkeypatch):
 
 
 def _full_in_report(monkeypatch):
-    import faux.audit.report
+    import faux.audit.report.page
 
     def write_report(result, path):
         Path(path).write_text("<html>half")
         raise _enospc(path)
 
-    monkeypatch.setattr(faux.audit.report, "write_report", write_report)
+    monkeypatch.setattr(faux.audit.report.page, "write_report", write_report)
 
 
 def _full_in_marker(monkeypatch):

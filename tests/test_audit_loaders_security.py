@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from audit_world import proxy_world
-from faux.audit.models import load_model
+from faux.audit.loaders.models import load_model
 from faux.errors import ConfigError, DataError
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -225,7 +225,7 @@ def test_unparsable_manifest_is_refused_not_trusted(pt2, tmp_path, manifest):
     ("exec('1')", False),
 ])
 def test_symbolic_expressions_allowed_are_plain_sympy(expr, ok):
-    from faux.audit.export_file import expression_ok
+    from faux.audit.loaders.export_file import expression_ok
 
     assert expression_ok(expr) is ok
 
@@ -278,7 +278,7 @@ def test_garbled_lightgbm_files_are_refused_in_one_line_within_seconds(lgbm_text
         Path(paths[name]).write_bytes(data)
     proc = _python(f"""
         import json
-        from faux.audit.models import load_model
+        from faux.audit.loaders.models import load_model
         out = {{}}
         for name, path in {paths!r}.items():
             try:
@@ -449,7 +449,7 @@ def test_torchscript_with_foreign_operators_or_unparsable_code_is_refused(tmp_pa
 
 
 def test_compiled_graphs_are_checked_for_file_operators():
-    from faux.audit.torchscript_file import graph_calls
+    from faux.audit.loaders.torchscript_file import graph_calls
 
     assert graph_calls(torch.jit.script(_Writes("/nonexistent/m"))) == ["forward: aten::save"]
     assert graph_calls(torch.jit.script(torch.nn.Sequential(_Plain()))) == []

@@ -25,9 +25,9 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 import faux  # noqa: E402
-from faux.audit import onnx_torch  # noqa: E402
-from faux.audit.exact import TOLERANCE, twin_outputs  # noqa: E402
-from faux.audit.models import load_model  # noqa: E402
+from faux.audit.loaders import onnx_torch  # noqa: E402
+from faux.audit.loaders.exact import TOLERANCE, twin_outputs  # noqa: E402
+from faux.audit.loaders.models import load_model  # noqa: E402
 
 
 def _data(n=300, seed=0):

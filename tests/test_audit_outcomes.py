@@ -9,7 +9,7 @@ from fairlearn.metrics import (
     selection_rate,
 )
 
-from faux.audit.outcomes import OutcomeCounts, group_outcomes, performance, wilson
+from faux.audit.verdict.outcomes import OutcomeCounts, group_outcomes, performance, wilson
 
 
 def rows(n=3000, seed=0):

@@ -15,7 +15,7 @@ from fairlearn.metrics import (
 )
 
 import faux
-from faux.audit.report import render
+from faux.audit.report.page import render
 
 
 def _model(x):

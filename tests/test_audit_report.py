@@ -14,7 +14,7 @@ import pytest
 
 import faux
 from faux.audit.core import AuditResult
-from faux.audit.report import fmt, human, pct, render, write_report
+from faux.audit.report.page import fmt, human, pct, render, write_report
 
 # the score verdict's sections, and the effect verdict's (the default)
 SECTIONS = ("verdict", "summary", "threshold-rule", "null-distribution", "groups", "flagged",

@@ -18,8 +18,8 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 import faux
-from faux.audit import report
-from faux.audit.conclusion import conclude, p_text
+from faux.audit.report import page as report
+from faux.audit.report.conclusion import conclude, p_text
 from faux.errors import ConfigError
 
 KW = dict(seed=0, progress=False, aux_epochs=3, null_permutations=2, null_transports=5)

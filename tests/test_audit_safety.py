@@ -85,10 +85,10 @@ def _boom(*a, **k):
 @pytest.fixture
 def no_scan(monkeypatch):
     """Fail loudly if the audit scans the data or trains the aux."""
-    import faux.audit.aux
+    import faux.audit.scores.aux
 
     monkeypatch.setattr(stages, "scan", _boom)
-    monkeypatch.setattr(faux.audit.aux, "train_aux", _boom)
+    monkeypatch.setattr(faux.audit.scores.aux, "train_aux", _boom)
 
 
 @pytest.fixture
@@ -255,7 +255,7 @@ def test_fd_step_bounds_are_in_help_and_default_is_well_inside(capsys):
 
 
 def test_coarse_fd_step_warns_once_for_a_black_box(pickled, capsys):
-    from faux.audit.models import load_model
+    from faux.audit.loaders.models import load_model
 
     df = _frame(200)
     box = load_model(pickled, 4, trust_pickle=True, exact=False)
@@ -385,7 +385,7 @@ def test_a_folder_named_like_an_old_temporary_name_is_not_touched(files, capsys)
 
 
 def _interrupt_in_aux_training(monkeypatch, how):
-    from faux.audit.aux_family import MemberStack
+    from faux.audit.scores.aux_family import MemberStack
     from faux.models.mlp import BinaryClassifier
 
     def step(self, *a, **k):
@@ -398,7 +398,7 @@ def _interrupt_in_aux_training(monkeypatch, how):
 
 
 def _interrupt_while_scoring(monkeypatch, how):
-    from faux.audit.scoring import Scorer
+    from faux.audit.scores.scoring import Scorer
 
     def score(self, x):
         raise KeyboardInterrupt
@@ -407,12 +407,12 @@ def _interrupt_while_scoring(monkeypatch, how):
 
 
 def _interrupt_while_writing(monkeypatch, how):
-    import faux.audit.report
+    import faux.audit.report.page
 
     def report(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(faux.audit.report, "write_report", report)
+    monkeypatch.setattr(faux.audit.report.page, "write_report", report)
 
 
 @pytest.mark.parametrize("where,how", [

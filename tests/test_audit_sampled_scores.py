@@ -11,10 +11,10 @@ import torch
 
 import faux
 from audit_world import proxy_world
-from faux.audit.aux import train_aux
-from faux.audit.data import ProtectedInfo, standardisation
-from faux.audit.models import from_callable, from_torch
-from faux.audit.scoring import FD_MEMO, Scorer
+from faux.audit.loaders.models import from_callable, from_torch
+from faux.audit.scores.aux import train_aux
+from faux.audit.scores.scoring import FD_MEMO, Scorer
+from faux.audit.sources.data import ProtectedInfo, standardisation
 from faux.errors import ConfigError
 
 EPOCHS = 4
@@ -120,7 +120,7 @@ def test_a_bad_fd_scores_is_refused_in_one_line():
 def test_the_primary_views_aux_null_models_and_seeds_train_as_one_stack(monkeypatch):
     """1 aux + 2 null models + 1 more seed: one stacked network of 4 members (the effect
     verdict's null models are the calibration's, not trained again)."""
-    import faux.audit.aux_family as fam_mod
+    import faux.audit.scores.aux_family as fam_mod
 
     calls = []
     real = fam_mod.train_members
@@ -138,7 +138,7 @@ def test_the_primary_views_aux_null_models_and_seeds_train_as_one_stack(monkeypa
 def test_group_labels_and_level_indices_read_each_distinct_value_once(c):
     """A batch's group names and level indices from its distinct values equal reading every
     row: ``value_key`` per row, its string, its level's position (-1: none)."""
-    from faux.audit.protected import value_key
+    from faux.audit.sources.protected import value_key
 
     info = ProtectedInfo("categorical", levels=[0, 1, 2, "a", 2.5, True])
     rows = [value_key(v) for v in c]
@@ -151,7 +151,7 @@ def test_group_labels_and_level_indices_read_each_distinct_value_once(c):
 def test_counterfactuals_computed_in_chunks_are_those_of_the_whole_batch(monkeypatch):
     """The effect verdict computes a batch's counterfactuals ``EFFECT_ROWS`` rows at a time
     (bounded memory): the same effects, flags and p-values as in one go."""
-    import faux.audit.effect_pass as ep
+    import faux.audit.counterfactual.effect_pass as ep
 
     X, c = proxy_world(500, seed=6)
     whole = _audit(torch.jit.script(Proxy()), X, c, sample=300)

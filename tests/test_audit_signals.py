@@ -16,7 +16,7 @@ import torch
 
 import faux
 import faux.audit.core as core
-import faux.audit.outputs as outputs
+import faux.audit.report.outputs as outputs
 from faux.audit.cli import EXIT_OK, main
 from test_audit_cli import Proxy
 from test_audit_cli import _frame as _cli_frame
@@ -83,7 +83,7 @@ def _term():
 
 
 def _term_in_aux_training(monkeypatch):
-    from faux.audit.aux_family import MemberStack
+    from faux.audit.scores.aux_family import MemberStack
     from faux.models.mlp import BinaryClassifier
 
     monkeypatch.setattr(BinaryClassifier, "training_step", lambda self, *a, **k: _term())
@@ -91,7 +91,7 @@ def _term_in_aux_training(monkeypatch):
 
 
 def _term_while_scoring(monkeypatch):
-    from faux.audit.scoring import Scorer
+    from faux.audit.scores.scoring import Scorer
 
     real, calls = Scorer.score, []
 
@@ -121,9 +121,9 @@ def _term_inside_a_finaliser(monkeypatch):
 
 
 def _term_while_writing(monkeypatch):
-    import faux.audit.report
+    import faux.audit.report.page
 
-    monkeypatch.setattr(faux.audit.report, "write_report", lambda *a, **k: _term())
+    monkeypatch.setattr(faux.audit.report.page, "write_report", lambda *a, **k: _term())
 
 
 @pytest.mark.parametrize("where", [_term_in_aux_training, _term_while_scoring,

@@ -6,7 +6,7 @@ import skops.io as sio
 from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
 from sklearn.neural_network import MLPClassifier
 
-from faux.audit.models import SKLEARN_STATE_TYPES, load_model
+from faux.audit.loaders.models import SKLEARN_STATE_TYPES, load_model
 from faux.errors import ConfigError
 
 

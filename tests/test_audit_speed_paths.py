@@ -10,13 +10,13 @@ import torch
 from sklearn.linear_model import LogisticRegression
 
 import faux
-import faux.audit.aux as aux_mod
-import faux.audit.aux_family as fam_mod
+import faux.audit.scores.aux as aux_mod
+import faux.audit.scores.aux_family as fam_mod
 from audit_world import proxy_world
-from faux.audit.aux import train_aux, train_aux_family
-from faux.audit.calibration import null_targets
-from faux.audit.data import ProtectedInfo
-from faux.audit.groups import aux_seed
+from faux.audit.passes.groups import aux_seed
+from faux.audit.scores.aux import train_aux, train_aux_family
+from faux.audit.scores.calibration import null_targets
+from faux.audit.sources.data import ProtectedInfo
 
 SIZES = dict(width=16, depth=2, epochs=12)
 

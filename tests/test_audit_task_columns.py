@@ -255,7 +255,7 @@ def test_the_cli_feeds_a_file_model_by_name(tmp_path):
 def test_a_lightgbm_booster_with_named_features_reads_them_by_name(tmp_path):
     import lightgbm as lgb
 
-    from faux.audit.models import as_target
+    from faux.audit.loaders.models import as_target
 
     X, c, noise = _world()
     y = (X.x1 + 1.5 * X.proxy + 0.3 * noise > 0.75).astype(int)

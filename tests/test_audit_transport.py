@@ -1,12 +1,12 @@
-"""The transport counterfactual (faux.audit.transport) on closed-form worlds: an additive-noise
+"""The transport counterfactual (faux.audit.counterfactual.transport) on closed-form worlds: an additive-noise
 chain whose exact counterfactual is known row by row, features that c does not cause, a
 categorical descendant, and the null transports."""
 
 import numpy as np
 import pytest
 
-from faux.audit import transport as tp
-from faux.audit.layout import Block, Layout
+from faux.audit.counterfactual import transport as tp
+from faux.audit.sources.layout import Block, Layout
 
 
 def _chain(n=6000, seed=0):

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from audit_world import proxy_world
-from faux.audit.models import load_model
-from faux.audit.tree_check import TreeError, check_tree, estimator_trees
+from faux.audit.loaders.models import load_model
+from faux.audit.loaders.tree_check import TreeError, check_tree, estimator_trees
 from test_audit_loaders_security import ENV, _python
 
 # --------------------------------------------------------------------------- forging
@@ -333,8 +333,8 @@ def test_forged_tree_files_are_refused_in_one_line_before_anything_runs(files):
         import json
         import lightgbm, skops.io as sio
         import sklearn.calibration, sklearn.ensemble, sklearn.pipeline  # imports aside
-        import faux.audit.load_skops as ls, faux.audit.tree_check
-        import faux.audit.models as models
+        import faux.audit.loaders.load_skops as ls, faux.audit.loaders.tree_check
+        import faux.audit.loaders.models as models
         ran = []
         for mod in (ls, models):
             mod.from_estimator = lambda *a, _f=mod.from_estimator, **k: ran.append(1) or _f(*a, **k)
@@ -546,7 +546,7 @@ def test_check_tree_checks_features_thresholds_and_leaf_values():
 
 
 def test_sklearn_tree_adapter_refuses_inconsistent_counts_and_leaf_marks(files):
-    from faux.audit.tree_check import sklearn_tree
+    from faux.audit.loaders.tree_check import sklearn_tree
 
     tree = files["models"]["DecisionTreeClassifier"].tree_
     sklearn_tree(tree, 4, 1, 2)
@@ -576,7 +576,7 @@ def test_ensembles_must_agree_with_their_trees_on_the_width(files):
 
 
 def test_hist_boosting_categorical_splits_and_preprocessor_are_checked(files):
-    from faux.audit.tree_check import hist_predictor
+    from faux.audit.loaders.tree_check import hist_predictor
 
     est = copy.deepcopy(files["models"]["HistGradientBoostingClassifier categorical"])
     cats = est._bin_mapper.is_categorical_
@@ -605,7 +605,7 @@ def test_hist_boosting_categorical_splits_and_preprocessor_are_checked(files):
     ("numeric", {"split_feature": ["4"]}, "entry outside"),  # the check before this one
 ])
 def test_lightgbm_check_refuses_bad_categories_and_values(files, booster, change, what):
-    from faux.audit.lightgbm_file import Malformed, check_text
+    from faux.audit.loaders.lightgbm_file import Malformed, check_text
 
     text = files["boosters"][booster].model_to_string()
     arr = _lgbm_arrays(text, 0)
@@ -622,7 +622,7 @@ def test_lightgbm_skops_booster_text_is_checked_before_lightgbm_parses_it(files,
                         "tree\n\0")
     proc = _python(f"""
         import skops.io as sio
-        from faux.audit.models import load_model
+        from faux.audit.loaders.models import load_model
         path = {str(bad)!r}
         try:
             load_model(path, 4, trusted_types=sio.get_untrusted_types(file=path))

@@ -135,7 +135,7 @@ _FLAG_FIELD = {"trust_type": "trusted_types", "no_intersection": "intersection",
 
 def test_the_cli_defaults_are_audit_settings():
     from faux.audit.cli import build_parser
-    from faux.audit.methods import default_methods
+    from faux.audit.scores.methods import default_methods
     from faux.audit.settings import DEFAULTS
 
     args = build_parser().parse_args(["audit", "--model", "m", "--data", "d",

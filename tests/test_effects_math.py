@@ -1,11 +1,11 @@
-"""The counterfactual paths of faux.audit.effects: closed forms, categorical swaps, verdicts."""
+"""The counterfactual paths of faux.audit.counterfactual.effects: closed forms, categorical swaps, verdicts."""
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from faux.audit import effects as E
+from faux.audit.counterfactual import effects as E
 from faux.errors import ConfigError
 
 

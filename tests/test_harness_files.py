@@ -23,7 +23,8 @@ def test_file_sha256_is_the_hash_of_the_bytes_across_chunks(tmp_path, monkeypatc
 
 
 def test_the_file_shas_of_the_package_are_one_function(tmp_path):
-    from faux.audit import models, provenance
+    from faux.audit.loaders import models
+    from faux.audit.sources import provenance
     from faux.data import download
     from faux.harness.cache import file_checksum
 

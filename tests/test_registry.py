@@ -217,7 +217,7 @@ def test_a_registered_method_reaches_the_audit_table1_and_the_real_tables(toy, t
     import pandas as pd
 
     from faux.audit.cli import EXIT_OK, build_parser, main
-    from faux.audit.methods import audit_methods
+    from faux.audit.scores.methods import audit_methods
     from faux.reports.table1 import build as build_table1
     from faux.studies import real
     from test_audit_cli import Proxy, _frame

@@ -17,7 +17,7 @@ model : torch.nn.Module, estimator, callable or path
     The model under test: a torch module returning logits, a fitted scikit-learn-like
     classifier or regressor (a ``Pipeline`` that encodes its own string columns is audited
     after its encoders), a function ``x -> probability``, or a model file (TorchScript,
-    torch.export, ONNX, LightGBM, skops, pickle; see ``faux.audit.models``). A model that
+    torch.export, ONNX, LightGBM, skops, pickle; see ``faux.audit.loaders.models``). A model that
     stores the columns it was fitted on (scikit-learn's ``feature_names_in_``, a LightGBM
     Booster's ``feature_name()`` other than ``Column_0, ...``) is fed them by name: the
     data's column order does not matter, and a column it lacks is refused.
@@ -114,18 +114,18 @@ intersection : bool, default ${intersection}
     Audit the intersection of the categorical attributes as a view of its own.
 exact : bool, default ${exact}
     Score a scikit-learn linear model, MLP or scaler pipeline by autograd through its
-    checked torch conversion (``faux.audit.exact``); False keeps it a black box.
+    checked torch conversion (``faux.audit.loaders.exact``); False keeps it a black box.
 verdict : {"effect", "score"}, default ${verdict}
     ``"effect"``: the counterfactual effect decides ``flagged``; ``"score"``: the
     first method's score above its threshold (the scores are diagnostic otherwise).
 counterfactual : {"transport", "aux"}, default ${counterfactual}
     How the effect verdict builds each row's counterfactual. ``"transport"``
-    (``faux.audit.transport``): the features whose distribution does not depend on the
+    (``faux.audit.counterfactual.transport``): the features whose distribution does not depend on the
     protected attribute are held fixed, the others carried to the other group in order,
     each person keeping their residual (additive noise) or rank, categories by the maximal
     coupling; a row is flagged when its decision changes under every one of ``aux_seeds``
     fits (the first on the sample, the others on bootstrap resamples). ``"aux"``
-    (``faux.audit.effects``): what the aux models read the attribute from is moved to the
+    (``faux.audit.counterfactual.effects``): what the aux models read the attribute from is moved to the
     other group's values. A continuous attribute needs ``"aux"``.
 hold : list of str, default ${hold}
     With the transport: feature columns the attribute cannot cause, held fixed whatever
@@ -194,7 +194,7 @@ OutputError
 def values() -> dict[str, str]:
     """The values ``REFERENCE`` names: each setting's default as Python writes it, the
     default methods and the finite-difference step's limits."""
-    from faux.audit.methods import default_methods
+    from faux.audit.scores.methods import default_methods
     from faux.audit.settings import (
         DEFAULTS,
         FD_STEP_LOW_WARN,

@@ -88,9 +88,9 @@ def _int(v: str) -> int:
 
 def _add_inputs(a) -> None:
     """The model, the data, the outputs and what may be loaded."""
-    from faux.audit.methods import audit_methods, default_methods
+    from faux.audit.loaders.task import TASKS
+    from faux.audit.scores.methods import audit_methods, default_methods
     from faux.audit.settings import DEFAULTS as D
-    from faux.audit.verdict import TASKS
 
     a.add_argument("--model", required=True, metavar="PATH",
                    help="the model under test: TorchScript (.pt, torch.jit.save), "
@@ -153,10 +153,10 @@ def _add_inputs(a) -> None:
 
 def _add_verdict(a) -> None:
     """What flags a row: the verdict, the thresholds and the gates."""
-    from faux.audit.methods import thresholds_text
+    from faux.audit.scores.methods import thresholds_text
     from faux.audit.settings import COUNTERFACTUALS
     from faux.audit.settings import DEFAULTS as D
-    from faux.audit.verdict import VERDICTS
+    from faux.audit.verdict.rule import VERDICTS
 
     a.add_argument("--alpha", type=float, default=D.alpha, metavar="A",
                    help="calibrated thresholds (the default rule): flag a row when its "
@@ -426,7 +426,7 @@ def _main(argv, settled) -> int:
         print(TERMINATED, file=sys.stderr)
         return EXIT_TERMINATED
     except OSError as err:
-        from faux.audit.writing import DISK_FULL, disk_full_message
+        from faux.audit.report.writing import DISK_FULL, disk_full_message
 
         if err.errno not in DISK_FULL:
             traceback.print_exc()

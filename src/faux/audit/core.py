@@ -1,15 +1,15 @@
 """``audit``: score every row of a data set for individual unfairness w.r.t. one or more
 protected attributes, with the model under test and aux models trained here; write the
 outputs. The first attribute decides ``flagged``; every attribute and the intersection of
-the categorical ones get a group view (``faux.audit.groups``).
+the categorical ones get a group view (``faux.audit.passes.groups``).
 
 Two passes over the data, each in batches (a file is never loaded whole): the scan (count
 rows, describe the protected attributes, draw a uniform sample), then, with the aux models
 trained on the sample, the scoring pass. ``_audit`` runs the stages of
 ``faux.audit.stages`` in order; the settings are ``faux.audit.settings.AuditSettings``, the
-summary is built by ``faux.audit.summary``, the result is ``faux.audit.result``.
+summary is built by ``faux.audit.report.summary``, the result is ``faux.audit.result``.
 
-Where it writes (``faux.audit.outputs``): ``out_dir`` must be absent, empty, or an earlier
+Where it writes (``faux.audit.report.outputs``): ``out_dir`` must be absent, empty, or an earlier
 audit's output; anything else is refused unless ``force``, which writes beside the files
 already there, never replacing them; the outputs appear together or not at all.
 Every setting (and ``out_dir``'s writability) is checked before the data are read. A
@@ -32,8 +32,14 @@ from faux.audit.interrupts import (  # noqa: F401 (re-exported)
     check_signals,
     interruptible,
 )
-from faux.audit.methods import default_methods
-from faux.audit.outputs import (  # noqa: F401 (re-exported)
+from faux.audit.passes.score_pass import (  # noqa: F401 (re-exported)
+    N_TOP,
+    PLOT_SAMPLE,
+    rewrite_flagged,
+    score_all,
+    top_frame,
+)
+from faux.audit.report.outputs import (  # noqa: F401 (re-exported)
     MARKER,
     OUTPUT_FILES,
     SUMMARY_SCHEMA,
@@ -45,16 +51,16 @@ from faux.audit.outputs import (  # noqa: F401 (re-exported)
     move_into_place,
     write_staged,
 )
-from faux.audit.ranking import feature_groups, feature_ranking  # noqa: F401 (re-exported)
+from faux.audit.report.summary import (  # noqa: F401 (re-exported)
+    OFF_SUPPORT_WARN,
+    UNREACHABLE_WARN,
+)
+from faux.audit.report.summary import build as build_summary
+from faux.audit.report.summary import result_warnings as _result_warnings
 from faux.audit.result import AuditResult, FauxAuditWarning, collecting, warn  # noqa: F401
 from faux.audit.result import current as _current_warnings
-from faux.audit.score_pass import (  # noqa: F401 (re-exported)
-    N_TOP,
-    PLOT_SAMPLE,
-    rewrite_flagged,
-    score_all,
-    top_frame,
-)
+from faux.audit.scores.methods import default_methods
+from faux.audit.scores.ranking import feature_groups, feature_ranking  # noqa: F401 (re-exported)
 from faux.audit.settings import (  # noqa: F401 (re-exported)
     ALPHA,
     DEFAULTS,
@@ -65,12 +71,6 @@ from faux.audit.settings import (  # noqa: F401 (re-exported)
     AuditSettings,
     check_fd_step_for,
 )
-from faux.audit.summary import (  # noqa: F401 (re-exported)
-    OFF_SUPPORT_WARN,
-    UNREACHABLE_WARN,
-)
-from faux.audit.summary import build as build_summary
-from faux.audit.summary import result_warnings as _result_warnings
 
 RULE_MANUAL, RULE_QUANTILE, RULE_BH = "manual threshold", "null quantile", "benjamini-hochberg"
 

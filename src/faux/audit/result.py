@@ -51,19 +51,19 @@ class AuditResult:
     def by_group(self, view: str | None = None) -> pd.DataFrame:
         """A group view (default: the first attribute's) as a DataFrame indexed by group:
         rows, flagged, rate, mean_score, their intervals, top_features."""
-        from faux.audit.groups import by_group_frame
+        from faux.audit.passes.groups import by_group_frame
 
         return by_group_frame(self.summary, view)
 
     def difference(self, view: str | None = None) -> float:
         """Largest difference of the flagged rate between a view's groups (max - min)."""
-        from faux.audit.groups import difference_ratio
+        from faux.audit.passes.groups import difference_ratio
 
         return difference_ratio(self.by_group(view)["rate"])[0]
 
     def ratio(self, view: str | None = None) -> float:
         """Smallest ratio of the flagged rate between a view's groups (min / max)."""
-        from faux.audit.groups import difference_ratio
+        from faux.audit.passes.groups import difference_ratio
 
         return difference_ratio(self.by_group(view)["rate"])[1]
 
@@ -78,7 +78,7 @@ class AuditResult:
         (``force``: write beside other files, never replacing them); the files appear
         together or not at all. Returns the folder; ``out_dir`` is set to it."""
         from faux.audit.api_words import speaks_python
-        from faux.audit.outputs import save_result
+        from faux.audit.report.outputs import save_result
 
         return speaks_python(save_result, AuditResult.save)(self, out_dir, force=force,
                                                             report=report)
@@ -93,7 +93,7 @@ class AuditResult:
 
     def to_html(self) -> str:
         """The report (``report.html``'s page) as a string."""
-        from faux.audit.report import render
+        from faux.audit.report.page import render
 
         return render(self)
 
@@ -102,7 +102,7 @@ class AuditResult:
         return self.to_html()
 
     def __repr__(self) -> str:
-        from faux.audit.conclusion import conclude
+        from faux.audit.report.conclusion import conclude
 
         s = self.summary
         st = s["settings"]

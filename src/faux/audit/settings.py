@@ -10,20 +10,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from faux.audit.calibration import SEED_MAX
-from faux.audit.data import PROTECTED_TYPES
-from faux.audit.groups import AUX_SEEDS, MIN_CELL
-from faux.audit.methods import audit_methods
+from faux.audit.loaders.task import TASKS
 from faux.audit.notices import warn
-from faux.audit.verdict import (
+from faux.audit.passes.groups import AUX_SEEDS, MIN_CELL
+from faux.audit.scores.calibration import SEED_MAX
+from faux.audit.scores.methods import audit_methods
+from faux.audit.sources.data import PROTECTED_TYPES
+from faux.audit.verdict.rule import (
     DECISION_THRESHOLD,
     MATERIALITY,
     STEPS,
     SUPPORT_MARGIN,
-    TASKS,
     VERDICT,
 )
-from faux.audit.verdict import check_settings as check_verdict
+from faux.audit.verdict.rule import check_settings as check_verdict
 from faux.errors import ConfigError
 
 # --fd-step, in standard deviations of the features: a step of a whole standard deviation
@@ -35,9 +35,9 @@ FD_STEP_WARN = 0.25
 FD_STEP_LOW_WARN = 1e-4
 ALPHA = 0.01  # default false-flag rate of the calibrated thresholds
 NULL_PERMUTATIONS = 3  # default number of aux models trained on a permuted protected attribute
-#: how the effect verdict builds each row's counterfactual: "transport" (faux.audit.transport:
+#: how the effect verdict builds each row's counterfactual: "transport" (faux.audit.counterfactual.transport:
 #: what c does not cause held fixed, the rest carried keeping the person's rank) or "aux"
-#: (what the aux models read c from moved to the other group's values, faux.audit.effects)
+#: (what the aux models read c from moved to the other group's values, faux.audit.counterfactual.effects)
 COUNTERFACTUALS = ("transport", "aux")
 COUNTERFACTUAL = "transport"
 NULL_TRANSPORTS = 10  # transports fitted with c permuted: the expected false flags, the test
@@ -48,7 +48,7 @@ FD_SCORES = ("sample", "all")
 @dataclass(frozen=True)
 class AuditSettings:
     """Every keyword setting of an audit, with its default (see ``faux.audit.core.audit``
-    for what each one does). ``methods`` None: ``faux.audit.methods.default_methods()``."""
+    for what each one does). ``methods`` None: ``faux.audit.scores.methods.default_methods()``."""
 
     methods: tuple | None = None
     aux: str = "mlp"
@@ -139,8 +139,8 @@ def _check_settings(*, methods, aux, aux_epochs, aux_width, aux_depth, sample, b
                     has_label, alpha, null_permutations, fdr, aux_seeds, min_cell,
                     intersection) -> None:
     """Every setting that needs no data, in one line each, before anything is read."""
-    from faux.audit.aux import AUX_KINDS
-    from faux.audit.groups import check_settings
+    from faux.audit.passes.groups import check_settings
+    from faux.audit.scores.aux import AUX_KINDS
 
     check_settings(aux_seeds, min_cell, intersection)
 

@@ -4,13 +4,13 @@
    encoders), the output folder checked, before any row is read;
 2. ``fit``: the scan (rows, protected attributes, sample), the aux models, the thresholds,
    the group views and the effect passes, on the sample;
-3. ``score``: the pass over every row (``faux.audit.score_pass``);
+3. ``score``: the pass over every row (``faux.audit.passes.score_pass``);
 4. ``settle``: what is known once every row is scored (the Benjamini-Hochberg cut, the top
    rows, the plot sample, the baselines);
-5. ``faux.audit.summary.build``: summary.json's content and the gate.
+5. ``faux.audit.report.summary.build``: summary.json's content and the gate.
 
 ``fit``, ``score`` and ``settle`` run torch on one intra-op thread, the caller's count restored
-after (``faux.audit.aux_family.one_thread``, as the aux models train): the audit's torch work
+after (``faux.audit.scores.aux_family.one_thread``, as the aux models train): the audit's torch work
 is many small operations (aux models 64 units wide, a counterfactual path of ``steps``
 gradients per aux model and row), which two threads handing each one off ran 3-5x slower
 than one on a shared 2-core machine (docs/notebook/audit_speed.md); a model on the GPU is
@@ -27,8 +27,24 @@ from pathlib import Path
 
 import numpy as np
 
-from faux.audit.calibration import null_quantile, null_scores
-from faux.audit.data import (
+from faux.audit.interrupts import AuditInterrupted
+from faux.audit.loaders.missing import Missing, NanTarget
+from faux.audit.notices import warn
+from faux.audit.passes.outcome_pass import OutcomePass, positive_class
+from faux.audit.passes.score_pass import (
+    PLOT_SAMPLE,
+    rewrite_flagged,
+    sample_scores,
+    score_all,
+    top_frame,
+)
+from faux.audit.progress import Progress
+from faux.audit.report.outputs import OUTPUT_FILES, Staging, inspect_out
+from faux.audit.scores.calibration import null_quantile, null_scores
+from faux.audit.scores.methods import threshold as default_threshold
+from faux.audit.scores.ranking import feature_groups, feature_ranking
+from faux.audit.settings import AuditSettings, check_fd_step_for
+from faux.audit.sources.data import (
     ArraySource,
     check_columns,
     open_source,
@@ -37,25 +53,9 @@ from faux.audit.data import (
     scan,
     suggestion,
 )
-from faux.audit.flagged_rows import RowValues
-from faux.audit.interrupts import AuditInterrupted
-from faux.audit.methods import threshold as default_threshold
-from faux.audit.missing import Missing, NanTarget
-from faux.audit.notices import warn
-from faux.audit.outcome_pass import OutcomePass, positive_class
-from faux.audit.outputs import OUTPUT_FILES, Staging, inspect_out
-from faux.audit.progress import Progress
-from faux.audit.ranking import feature_groups, feature_ranking
-from faux.audit.score_pass import (
-    PLOT_SAMPLE,
-    rewrite_flagged,
-    sample_scores,
-    score_all,
-    top_frame,
-)
-from faux.audit.settings import AuditSettings, check_fd_step_for
-from faux.audit.verdict import Settings as EffectSettings
-from faux.audit.verdict import check_for_task
+from faux.audit.verdict.flagged_rows import RowValues
+from faux.audit.verdict.rule import Settings as EffectSettings
+from faux.audit.verdict.rule import check_for_task
 from faux.errors import ConfigError, DataError
 
 RULE_MANUAL, RULE_QUANTILE, RULE_BH = "manual threshold", "null quantile", "benjamini-hochberg"
@@ -80,7 +80,7 @@ class Run:
         self.staging = None
         self.batch = min(int(st.batch_size), 65_536)  # rows per scoring batch
         self.sampled = None  # the sample's diagnostic scores when the pass computes none
-        from faux.audit.scoring import FD_MEMO  # torch loads only when an audit runs
+        from faux.audit.scores.scoring import FD_MEMO  # torch loads only when an audit runs
 
         FD_MEMO.clear()  # a model's finite-difference gradients are this audit's own
 
@@ -88,7 +88,7 @@ class Run:
 def _encodes_itself(model) -> bool:
     """True for an in-memory Pipeline whose first steps encode its columns (the data's
     columns are then checked after the split); a file is loaded first and checked after."""
-    from faux.audit.encoders import split
+    from faux.audit.loaders.encoders import split
 
     return not isinstance(model, str | Path) and split(model) is not None
 
@@ -96,9 +96,9 @@ def _encodes_itself(model) -> bool:
 def _encoded(model, source, features, exact: bool):
     """A Pipeline that encodes its own (string) columns: the model after its encoders, the
     data as the encoders output them, their column names as the features and their
-    categorical blocks (``faux.audit.encoders``); anything else as it is (no blocks known)."""
-    from faux.audit.encoders import EncodedSource, split
-    from faux.audit.models import TargetModel, as_target
+    categorical blocks (``faux.audit.loaders.encoders``); anything else as it is (no blocks known)."""
+    from faux.audit.loaders.encoders import EncodedSource, split
+    from faux.audit.loaders.models import TargetModel, as_target
 
     est = model.estimator if isinstance(model, TargetModel) else model
     enc = split(est) if est is not None else None
@@ -193,8 +193,8 @@ def _source(r: Run, X, c, data, protected, y, label, features):
 def open_inputs(r: Run, model, X, c, *, data, protected, y, label, features, out_dir,
                 name) -> None:
     """Stage 1: everything checked that can be before a row is read."""
-    from faux.audit.models import as_target, load_model
-    from faux.audit.scoring import check_methods_for
+    from faux.audit.loaders.models import as_target, load_model
+    from faux.audit.scores.scoring import check_methods_for
 
     st = r.st
     if out_dir is not None:  # before the data are opened: a bad --out fails fast
@@ -243,9 +243,9 @@ def _settle_task(r: Run) -> None:
 
 
 def _scan(r: Run) -> None:
-    from faux.audit.groups import build_views
-    from faux.audit.layout import Layout
-    from faux.audit.scoring import check_methods_for
+    from faux.audit.passes.groups import build_views
+    from faux.audit.scores.scoring import check_methods_for
+    from faux.audit.sources.layout import Layout
 
     st = r.st
     r.sc = sc = scan(r.source, r.feats, r.c_cols, r.y_col, sample=int(st.sample),
@@ -314,7 +314,9 @@ def _one_torch_thread(stage):
     """``stage(r)`` with torch on one intra-op thread."""
     @functools.wraps(stage)
     def run(r: Run) -> None:
-        from faux.audit.aux_family import one_thread  # torch loads only when an audit runs
+        from faux.audit.scores.aux_family import (
+            one_thread,  # torch loads only when an audit runs
+        )
 
         with one_thread():
             return stage(r)
@@ -325,9 +327,9 @@ def _one_torch_thread(stage):
 def fit(r: Run) -> None:
     """Stage 2: the scan, then the aux models, thresholds, views and effect passes. The
     primary view's aux, its null models (calibrated thresholds) and its other seeds train
-    together, as one stacked network (``faux.audit.groups.train_primary``)."""
-    from faux.audit.groups import train_primary, train_views
-    from faux.audit.scoring import Scorer
+    together, as one stacked network (``faux.audit.passes.groups.train_primary``)."""
+    from faux.audit.passes.groups import train_primary, train_views
+    from faux.audit.scores.scoring import Scorer
 
     st = r.st
     _scan(r)
@@ -362,10 +364,10 @@ def _effect_passes(r: Run, target) -> list:
     """The effect verdict's pass per protected attribute, in the views' order (the primary
     first): by transport where ``--counterfactual transport`` can carry the rows (an
     attribute with groups), else by the aux counterfactual."""
-    from faux.audit.effect_pass import null_nets_for
-    from faux.audit.effect_pass import prepare as prepare_effects
-    from faux.audit.transport_pass import carried
-    from faux.audit.transport_pass import prepare as prepare_transports
+    from faux.audit.counterfactual.effect_pass import null_nets_for
+    from faux.audit.counterfactual.effect_pass import prepare as prepare_effects
+    from faux.audit.counterfactual.transport_pass import carried
+    from faux.audit.counterfactual.transport_pass import prepare as prepare_transports
 
     st, sc = r.st, r.sc
 
@@ -423,7 +425,7 @@ def score(r: Run) -> None:
 @_one_torch_thread
 def settle(r: Run) -> None:
     """Stage 4: the Benjamini-Hochberg cut, the top rows, the plot sample, the baselines."""
-    from faux.audit.baselines import sample_baselines
+    from faux.audit.scores.baselines import sample_baselines
 
     bh, primary = r.bh, r.primary
     if bh is not None:  # Benjamini-Hochberg: the cut is known once every row is scored
@@ -444,6 +446,6 @@ def settle(r: Run) -> None:
     r.baselines = sample_baselines(r.target, r.aux_z, r.sc, primary,
                                    r.views[0].seed_scores[0], r.thr, fd_step=r.st.fd_step,
                                    batch_size=r.batch, seed=r.st.seed)
-    from faux.audit.scoring import FD_MEMO
+    from faux.audit.scores.scoring import FD_MEMO
 
     FD_MEMO.clear()

@@ -1,6 +1,6 @@
 """Successive first-order steps along an aux model's minimum-norm inverse, and the support box
 a walked path is checked against: the math that fAux path (``faux.methods.path``) and the
-audit's counterfactual effects (``faux.audit.effects``) share.
+audit's counterfactual effects (``faux.audit.counterfactual.effects``) share.
 
 To move a scalar ``h(x)`` of the aux's outputs by ``delta`` to first order with the smallest
 change of x (eq. 23 applied to a scalar), step by ``delta * g / (g . g)`` with ``g = grad

@@ -12,7 +12,7 @@ ones when no epoch had a validation loss.
 
 The caller supplies the stack (``parameters()``, ``keep(rows)``) and two steps: one
 training epoch of the active members and their validation losses. Both the studies' stacked
-MLPs (``faux.models.stacked``) and the audit's aux family (``faux.audit.aux_family``) train
+MLPs (``faux.models.stacked``) and the audit's aux family (``faux.audit.scores.aux_family``) train
 through it. Nothing here imports Lightning.
 """
 

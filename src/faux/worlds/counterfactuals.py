@@ -106,7 +106,7 @@ class QuantileMap(Transport):
 
 
 class FauxTransport(Transport):
-    """The audit's transport (:mod:`faux.audit.transport`) over the world's columns, every
+    """The audit's transport (:mod:`faux.audit.counterfactual.transport`) over the world's columns, every
     one continuous; ``ordering`` names how the dependent features are ordered."""
 
     def __init__(self, ordering: str = "c_gain"):
@@ -114,7 +114,7 @@ class FauxTransport(Transport):
         self.name = "transport" if ordering == "c_gain" else f"transport_{ordering}"
 
     def fit(self, X, c) -> FauxTransport:
-        from faux.audit import transport as tp
+        from faux.audit.counterfactual import transport as tp
 
         self.columns = list(X.columns)
         x = X.to_numpy(float)

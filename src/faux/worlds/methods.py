@@ -2,7 +2,7 @@
 scores on a world's rows, ranked against the rows whose decision truly flips.
 
 **Targets**: the differentiable models of ``faux.worlds.models``: ``logistic``, ``mlp`` and
-``fair_logistic`` (scikit-learn, as their exact torch twins, ``faux.audit.exact.convert``)
+``fair_logistic`` (scikit-learn, as their exact torch twins, ``faux.audit.loaders.exact.convert``)
 and ``fair_mlp`` (a torch module). ``trees`` is not differentiable, so no gradient method
 scores it, and ``with_c`` reads c itself: a derivative in X misses c's direct effect, which
 is part of its true effect. Both are left out.
@@ -100,8 +100,8 @@ def prepare(world) -> Prepared:
 def target_module(model, prep: Prepared) -> torch.nn.Module:
     """The model as a torch module of standardised rows returning its logit; ValueError for
     a model that is not differentiable (or reads c)."""
-    from faux.audit.aux import Unstandardised
-    from faux.audit.exact import convert
+    from faux.audit.loaders.exact import convert
+    from faux.audit.scores.aux import Unstandardised
 
     if model.reads_c:
         raise ValueError(f"{model.name} reads c itself; the methods differentiate in X alone")
