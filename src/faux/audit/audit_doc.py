@@ -174,6 +174,15 @@ model_version : str, optional
     The model's own version (a version number, a commit, a registry tag; one line of at
     most ${model_version_max} characters), recorded in summary.json's provenance and shown
     in the report.
+engine : {"local", "ray"}, default ${engine}
+    Where the pass over the rows runs: in this process, or on Ray (``data`` then names a
+    Parquet file, a folder of Parquet files or a glob of them, read by
+    ``ray.data.read_parquet``). The aux models are fitted here either way; with ``"ray"``
+    the rows are scored by ``workers`` actors of the Ray cluster at ``RAY_ADDRESS`` (a
+    local Ray with this machine's cores when it is unset) and ``scores.parquet`` is a
+    folder with one file per batch. The outputs are those of ``"local"``.
+workers : int, optional
+    With ``engine="ray"``: the Ray actors that score the rows (default: the cluster's CPUs).
 
 Returns
 -------

@@ -227,6 +227,7 @@ def _add_aux(a) -> None:
     """The aux models, the views, the sample, the batches and the progress."""
     from faux.audit.settings import DEFAULTS as D
     from faux.audit.settings import (
+        ENGINES,
         FD_SCORES,
         FD_STEP_LOW_WARN,
         FD_STEP_MAX,
@@ -274,6 +275,15 @@ def _add_aux(a) -> None:
                    help=f"seed of the sample and the aux model (default {D.seed})")
     a.add_argument("--no-progress", action="store_true",
                    help="no progress bar (on a terminal) or lines (elsewhere, every 10 s)")
+    a.add_argument("--engine", choices=ENGINES, default=D.engine,
+                   help="where the rows are scored: local, in this process; ray, by Ray "
+                   "actors, --data then a Parquet file, a folder of them or a glob (quoted), "
+                   "on the cluster at RAY_ADDRESS or else a local Ray with this machine's "
+                   "cores; scores.parquet is then a folder of one file per batch "
+                   f"(default {D.engine})")
+    a.add_argument("--workers", type=_positive_int, default=D.workers, metavar="N",
+                   help="with --engine ray: Ray actors scoring the rows, each with its own "
+                   "copy of the model (default: the cluster's CPUs)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -415,7 +425,8 @@ def _main(argv, settled) -> int:
                         hold=args.hold, null_transports=args.null_transports,
                         direct_only=args.direct_only,
                         max_excess_flags=args.max_excess_flags,
-                        model_version=args.model_version)
+                        model_version=args.model_version, engine=args.engine,
+                        workers=args.workers)
     except FauxError as err:
         print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_INPUT

@@ -43,6 +43,8 @@ COUNTERFACTUAL = "transport"
 NULL_TRANSPORTS = 10  # transports fitted with c permuted: the expected false flags, the test
 #: which rows a black box's finite-difference scores are computed for under the effect verdict
 FD_SCORES = ("sample", "all")
+#: where the pass over the rows runs: in this process, or on Ray (``faux.audit.engine``)
+ENGINES = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,8 @@ class AuditSettings:
     direct_only: bool = False
     max_excess_flags: float | None = None
     model_version: str | None = None
+    engine: str = "local"
+    workers: int | None = None  # Ray workers scoring the rows (None: the cluster's CPUs)
 
     @classmethod
     def names(cls) -> list[str]:
@@ -121,6 +125,7 @@ class AuditSettings:
         if self.fd_scores not in FD_SCORES:
             raise ConfigError(f"fd_scores (--fd-scores) must be one of {', '.join(FD_SCORES)}, "
                               f"got {self.fd_scores!r}")
+        _check_engine(self.engine, self.workers)
 
 
 DEFAULTS = AuditSettings()
@@ -210,6 +215,19 @@ def _check_counterfactual(counterfactual, hold, null_transports) -> None:
     if not _is_int(null_transports) or not 2 <= null_transports <= 1000:
         raise ConfigError(f"null_transports (--null-transports) must be an integer from 2 to "
                           f"1000, got {null_transports!r}; the default is {NULL_TRANSPORTS}")
+
+
+def _check_engine(engine, workers) -> None:
+    if engine not in ENGINES:
+        raise ConfigError(f"engine (--engine) must be one of {', '.join(ENGINES)}, got "
+                          f"{engine!r}")
+    if workers is None:
+        return
+    if not _is_int(workers) or workers < 1:
+        raise ConfigError(f"workers (--workers) must be a positive integer, got {workers!r}")
+    if engine != "ray":
+        raise ConfigError("workers (--workers) sets how many Ray workers score the rows; pass "
+                          "engine='ray' (--engine ray) with it, or leave it out")
 
 
 #: the longest ``model_version`` (a version string, a commit, a registry tag: one line)

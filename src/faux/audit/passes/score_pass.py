@@ -360,10 +360,15 @@ class Tally:
 
 
 def rewrite_flagged(path: Path, primary: str, threshold: float) -> None:
-    """Set ``flagged`` of a staged scores.parquet to ``primary > threshold``."""
+    """Set ``flagged`` of a staged scores.parquet to ``primary > threshold`` (a folder of
+    them, as the Ray engine writes: each of its files)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    if path.is_dir():
+        for part in sorted(path.glob("*.parquet")):
+            rewrite_flagged(part, primary, threshold)
+        return
     if not path.exists():
         return
     tmp = path.with_name(path.name + ".flagged")
