@@ -13,11 +13,11 @@ import sys
 import types
 
 from faux.audit.api_words import speaks_python
-from faux.audit.audit_doc import module_doc
+from faux.audit.audit_doc import module_doc, python_words
 from faux.audit.core import audit as _audit
 from faux.audit.result import AuditResult, FauxAuditWarning
 
-audit = speaks_python(_audit)
+audit = speaks_python(_audit, words=python_words())
 # help(faux.audit) documents the call first: its signature, then every parameter
 __doc__ = module_doc(_audit, __doc__)
 
