@@ -123,13 +123,14 @@ def test_settings_with_overrides_replace_and_resolve():
         default_methods()[-1],)
 
 
-def test_an_audit_takes_settings_and_overrides(tmp_path):
+def test_an_audit_takes_settings_and_overrides():
     rng = np.random.default_rng(0)
     n = 300
     c = rng.integers(0, 2, n)
     X = pd.DataFrame({"u": rng.normal(size=n), "v": c + 0.3 * rng.normal(size=n)})
-    settings = AuditSettings(aux_epochs=2, aux_seeds=2, null_permutations=2, progress=False,
-                             seed=3, batch_size=100, null_transports=2)
+    settings = faux.audit.AuditSettings(aux_epochs=2, aux_seeds=2, null_permutations=2,
+                                        progress=False, seed=3, batch_size=100,
+                                        null_transports=2)
     res = faux.audit(lambda x: 1 / (1 + np.exp(-np.asarray(x)[:, 1])), X, c,
                      settings=settings, seed=7)
     s = res.summary["settings"]

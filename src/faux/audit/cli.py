@@ -163,11 +163,14 @@ def _add_settings(a) -> None:
 
 
 def settings_of(args):
-    """The ``AuditSettings`` of parsed arguments: each setting by its field's name."""
+    """The ``AuditSettings`` of parsed arguments: each setting that has a flag by its
+    field's name, the others at their defaults."""
+    import dataclasses
+
     from faux.audit.settings import AuditSettings
 
-    return AuditSettings(**{name: getattr(args, name) for name in AuditSettings.names()
-                            if hasattr(args, name)})
+    return AuditSettings(**{f.name: getattr(args, f.name)
+                            for f in dataclasses.fields(AuditSettings) if f.metadata["flag"]})
 
 
 def build_parser() -> argparse.ArgumentParser:

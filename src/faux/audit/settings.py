@@ -94,7 +94,8 @@ def setting(default, help: str, flag: str | None = None, *, kind: str | None = N
 @dataclass(frozen=True)
 class AuditSettings:
     """Every keyword setting of an audit, with its default, its help and its flag: the
-    keywords of ``faux.audit(...)`` and the settings flags of ``faux audit``."""
+    keywords of ``faux.audit(...)`` and the settings flags of ``faux audit``. A new setting
+    is a field here (and, when it needs one, a check called by ``check``)."""
 
     # the model
     task: str = setting(
