@@ -49,10 +49,12 @@ from sklearn.linear_model import LogisticRegression
 import faux
 from faux.audit import stages
 from faux.audit.cli import main as faux_cli
+from faux.audit.counterfactual import effect_pass, effects
 from faux.audit.loaders.models import from_estimator
-from faux.audit.scores import aux, baselines, effect_pass, effects, groups, score_pass
+from faux.audit.passes import groups, score_pass
+from faux.audit.scores import aux, baselines
 from faux.audit.scores.calibration import null_targets
-from faux.audit.scores.scoring import FD_MEMO, Scorer
+from faux.audit.scores.scoring import Scorer
 from faux.audit.sources.data import ProtectedInfo
 from faux.audit.sources.data_scan import standardisation
 
@@ -64,7 +66,7 @@ AUDITS = {"tree": B.tree_audit, "default": B.default_audit, "adult": B.adult_aud
           "exact": lambda rows: B.exact_vs_fd(rows, FEATURES)}
 PROFILE_LINES = {"tree": 45, "default": 25, "adult": 60}  # calls listed by cumulative time
 PHASES = (  # (module, function, label), patched where the audit looks each one up
-    (stages, "fit", "fit"), (stages, "_scan", "  scan"),
+    (stages, "scan_rows", "scan"), (stages, "fit", "fit"),
     (aux, "train_aux_family", "  aux training (all stacks)"),
     (stages, "null_scores", "  null scores (primary view)"),
     (groups, "train_views", "  train_views (seeds, other views)"),
@@ -123,7 +125,7 @@ def scorer(rows: int) -> None:
               for e in (True, False))
 
     def run(sc) -> None:
-        FD_MEMO.clear()
+        sc.memo.clear()
         for s in range(0, rows, batch):
             sc.score(x[s:s + batch])
 
@@ -204,8 +206,9 @@ def effects_micro(rows: int, features: int) -> None:
     for threads in (2, 1, 2, 1):
         torch.set_num_threads(threads)
         dt = _seconds(effects.effects, lambda xx: 1 / (1 + np.exp(-(xx @ w))), auxes,
-                      [{"gap": 1.0}] * 3, z, c, "binary", effects.Layout(d, (), tuple(range(d))),
-                      np.zeros(d), np.ones(d), steps=8)
+                      [{"gap": 1.0}] * 3, z, c,
+                      effects.Space("binary", effects.Layout(d, (), tuple(range(d))),
+                                    np.zeros(d), np.ones(d), steps=8))
         print(threads, f"{dt:.2f}s", flush=True)
 
 
@@ -226,8 +229,9 @@ def chunk_eq(rows: int, chunk: int | None) -> None:
     def run(s: int, e: int) -> dict:
         return effects.effects(
             lambda xx: torch.sigmoid(tgt(torch.from_numpy(xx).float())).detach().double().numpy(),
-            auxes, gaps, z[s:e], ci[s:e], "binary", effects.Layout(d, (), tuple(range(d))), mean,
-            scale, x=x[s:e], steps=8, lo=lo, hi=hi)
+            auxes, gaps, z[s:e], ci[s:e],
+            effects.Space("binary", effects.Layout(d, (), tuple(range(d))), mean, scale,
+                          steps=8, lo=lo, hi=hi), x=x[s:e])
 
     full, parts = run(0, rows), [run(s, s + chunk) for s in range(0, rows, chunk)]
     print(f"{rows} rows, chunks of {chunk}")
@@ -252,13 +256,13 @@ def rss(rows: int, trim: bool) -> int:
             ctypes.CDLL("libc.so.6").malloc_trim(0)
         return write(self, frame)
 
-    def traced(stage, r):
-        out = stage(r)
+    def traced(stage, *stage_results):
+        out = stage(*stage_results)
         print(f"after {stage.__name__}: {memory()}", flush=True)
         return out
 
     score_pass._Writer.write = traced_write
-    for name in ("fit", "score", "settle"):
+    for name in ("scan_rows", "fit", "score", "settle"):
         setattr(stages, name, functools.partial(traced, getattr(stages, name)))
     with tempfile.TemporaryDirectory() as tmp:
         data, model = Path(tmp) / "data.parquet", Path(tmp) / "model.pt"

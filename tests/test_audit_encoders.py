@@ -125,7 +125,8 @@ def test_the_counterfactual_swaps_the_category_the_aux_reads():
         return (t * torch.tensor(scale) + torch.tensor(mean)) @ w
 
     gaps = E.group_gaps(aux, z, sex, "binary")
-    cf = E.counterfactual(aux, z, torch.tensor(sex), "binary", gaps, enc.layout, mean, scale)
+    cf = E.counterfactual(aux, z, torch.tensor(sex), gaps,
+                          E.Space("binary", enc.layout, mean, scale))
     bi = enc.layout.blocks.index(rel)
     husband = (X["relationship"] == "Husband").to_numpy()
     assert (cf.moved[husband, bi] == 3).all()          # Husband -> Wife
@@ -466,7 +467,7 @@ def test_a_counterfactual_swaps_an_unseen_category_to_a_known_one():
         return t @ w
 
     gaps = E.group_gaps(aux, z, sex, "binary")
-    cf = E.counterfactual(aux, z, torch.tensor(sex), "binary", gaps, layout, mean, scale)
+    cf = E.counterfactual(aux, z, torch.tensor(sex), gaps, E.Space("binary", layout, mean, scale))
     moved = cf.moved[:, 0].numpy()
     assert (moved[level == 2] == 0).any()           # unseen -> a
     assert not (moved == 2).any()                   # never -> unseen

@@ -1,9 +1,13 @@
 """A black box's finite-difference scores cost 2k + 2d model calls per row. Two things make
 them cheaper without changing a number: the model's gradient at a set of rows is computed
 once and served to every scorer of the audit (the aux, its null models, its other seeds,
-FTA); and under the effect verdict (where the scores are diagnostics) ``fd_scores="sample"``
-(the default) scores the sample rows only. The flags, the effects and the sample rows'
-scores are those of scoring every row."""
+FTA), from a memo that is the audit's own; and under the effect verdict (where the scores
+are diagnostics) ``fd_scores="sample"`` (the default) scores the sample rows only. The
+flags, the effects and the sample rows' scores are those of scoring every row."""
+
+import gc
+import sys
+import weakref
 
 import numpy as np
 import pytest
@@ -13,7 +17,7 @@ import faux
 from audit_world import proxy_world
 from faux.audit.loaders.models import from_callable, from_torch
 from faux.audit.scores.aux import train_aux
-from faux.audit.scores.scoring import FD_MEMO, Scorer
+from faux.audit.scores.scoring import GradientMemo, Scorer
 from faux.audit.sources.data import ProtectedInfo, standardisation
 from faux.errors import ConfigError
 
@@ -49,20 +53,74 @@ def test_the_gradient_is_computed_once_for_every_aux_and_equals_a_fresh_one():
     f = Counted()
     box = from_callable(f)
     x, d = X.values, X.shape[1]
-    FD_MEMO.clear()
-    s0 = Scorer(box, a0, mean, scale, ["faux_ng", "faux"]).score(x)
+    first = Scorer(box, a0, mean, scale, ["faux_ng", "faux"])
+    s0 = first.score(x)
     assert f.rows == len(x) * (2 * d + 2)  # fAux+NG's gradient and fAux's 2k, k = 1
-    s1 = Scorer(box, a1, mean, scale, ["faux_ng", "faux"]).score(x)
+    s1 = first.like(a1).score(x)  # another aux, the same memo
     assert f.rows == len(x) * (2 * d + 2) + len(x) * 2  # the gradient served, fAux's 2k only
-    FD_MEMO.clear()
-    fresh = Scorer(box, a1, mean, scale, ["faux_ng", "faux"]).score(x)
+    n = f.rows
+    fresh = Scorer(box, a1, mean, scale, ["faux_ng", "faux"]).score(x)  # a memo of its own
+    assert f.rows == n + len(x) * (2 * d + 2)
     for m in s1:
         assert np.array_equal(s1[m], fresh[m])  # bit for bit
     assert not np.array_equal(s0["faux_ng"], s1["faux_ng"])  # another aux, other scores
     # other rows, another step or another standardisation are not served from the memo
     n = f.rows
-    Scorer(box, a1, mean, scale, ["faux_ng"], fd_step=0.05).score(x)
+    Scorer(box, a1, mean, scale, ["faux_ng"], fd_step=0.05, memo=first.memo).score(x)
     assert f.rows == n + len(x) * 2 * d
+
+
+class CountedTrees:
+    """A scikit-learn gradient-boosted model as a black box, counting the rows it is
+    called on."""
+
+    def __init__(self, X, y):
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        self.model = HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, y)
+        self.rows = 0
+
+    def __call__(self, x):
+        self.rows += len(x)
+        return self.model.predict_proba(x)[:, 1]
+
+
+def test_two_audits_in_one_process_share_no_gradient_memo(monkeypatch):
+    """Each audit memoises its black box's gradients in a memo of its own, which goes with
+    it: a second audit of the same model on the same rows computes every gradient again
+    (the same model calls as the first) and gets the first's results, and nothing of the
+    process holds the first audit's memo once it has returned."""
+    X, c = proxy_world(600, seed=4)
+    y = (X.x1 + X.proxy > 0.5).to_numpy().astype(int)
+    trees = CountedTrees(X.values, y)
+    memos = []
+    made = GradientMemo.__init__
+
+    def init(self):
+        made(self)
+        memos.append(weakref.ref(self))
+
+    monkeypatch.setattr(GradientMemo, "__init__", init)
+    kw = dict(aux_epochs=2, sample=300, batch_size=128, null_permutations=2, aux_seeds=2,
+              verdict="score", fd_scores="all", methods=["faux_ng", "faux"],
+              progress=False, seed=5)
+    box = from_callable(trees)
+    first = faux.audit(box, X.values, c, **kw)
+    rows_first, trees.rows = trees.rows, 0
+    gc.collect()
+    assert len(memos) == 1 and memos[0]() is None  # the first audit's memo went with it
+    second = faux.audit(box, X.values, c, **kw)
+    assert len(memos) == 2  # a memo of its own
+    assert trees.rows == rows_first > 0  # no gradient served from the first audit
+    assert second.scores.equals(first.scores)
+    for key in ("flagged", "thresholds", "calibration", "groups", "baselines"):
+        assert second.summary[key] == first.summary[key], key
+    gc.collect()
+    assert memos[1]() is None
+    held = [f"{name}.{k}" for name, mod in list(sys.modules.items())
+            if name.startswith("faux") and mod is not None
+            for k, v in vars(mod).items() if isinstance(v, GradientMemo)]
+    assert held == []
 
 
 def _audit(model, X, c, **kw):

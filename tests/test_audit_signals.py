@@ -113,9 +113,9 @@ def _term_inside_a_finaliser(monkeypatch):
 
     real = core.stages.score
 
-    def score(r):
+    def score(*stage_results):
         Dropped()  # finalised at once; the signal's exception is lost in __del__
-        return real(r)
+        return real(*stage_results)
 
     monkeypatch.setattr(core.stages, "score", score)
 

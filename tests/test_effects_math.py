@@ -21,6 +21,12 @@ def cont_layout(d):
     return E.Layout(d, (), tuple(range(d)))
 
 
+def space(d: int, kind: str = "binary", **path) -> E.Space:
+    """The counterfactual's space over ``d`` continuous standardised features (mean 0,
+    scale 1); ``path``: steps, lo/hi, contrasts, reach."""
+    return E.Space(kind, cont_layout(d), np.zeros(d), np.ones(d), **path)
+
+
 def test_linear_aux_path_is_the_minimum_norm_step_for_any_k():
     rng = np.random.default_rng(0)
     z = torch.tensor(rng.normal(size=(50, 4)))
@@ -33,8 +39,7 @@ def test_linear_aux_path_is_the_minimum_norm_step_for_any_k():
     shift = torch.where(c > 0.5, -g, g)
     expect = z + shift[:, None] * wt / (wt @ wt)
     for k in (1, 3, 16):
-        cf = E.counterfactual(aux, z, c, "binary", gaps, cont_layout(4), np.zeros(4),
-                              np.ones(4), steps=k)
+        cf = E.counterfactual(aux, z, c, gaps, space(4, steps=k))
         torch.testing.assert_close(cf.z, expect, rtol=0, atol=1e-10)
         assert not cf.unreachable.any()
 
@@ -49,8 +54,7 @@ def test_gap_recovers_the_planted_counterfactual_of_a_proxy():
     z = torch.tensor(np.stack([c * s + e, rng.normal(size=n)], axis=1))
     aux = linear([2.0, 0.0], -1.0)
     gaps = E.group_gaps(aux, z, c, "binary")
-    cf = E.counterfactual(aux, z, torch.tensor(c), "binary", gaps, cont_layout(2),
-                          np.zeros(2), np.ones(2))
+    cf = E.counterfactual(aux, z, torch.tensor(c), gaps, space(2))
     diff = z[c == 1, 0].mean() - z[c == 0, 0].mean()
     moved = (cf.z - z)[:, 0].numpy()
     np.testing.assert_allclose(moved, np.where(c == 1, -1, 1) * float(diff), atol=1e-9)
@@ -69,8 +73,7 @@ def test_nonlinear_aux_path_converges_and_reaches_its_target():
     gaps = {"gap": 1.2}
     ends = {}
     for k in (2, 8, 32, 256):
-        cf = E.counterfactual(aux, z, c, "binary", gaps, cont_layout(3), np.zeros(3),
-                              np.ones(3), steps=k)
+        cf = E.counterfactual(aux, z, c, gaps, space(3, steps=k))
         ends[k] = cf.z
     err = {k: float((ends[k] - ends[256]).norm(dim=1).max()) for k in (2, 8, 32)}
     assert err[2] > err[8] > err[32]
@@ -113,7 +116,7 @@ def test_a_categorical_block_swaps_to_the_level_that_moves_the_aux_furthest_neve
 
     c = torch.tensor([1, 0, 0, 1])
     gaps = {"gap": 1.0}
-    cf = E.counterfactual(aux, z, c, "binary", gaps, lay, mean, scale)
+    cf = E.counterfactual(aux, z, c, gaps, E.Space("binary", lay, mean, scale))
     raw = cf.z.numpy() * scale + mean
     blocks = raw[:, :3]
     assert np.isin(np.round(blocks, 12), (0.0, 1.0)).all() and np.allclose(blocks.sum(1), 1)
@@ -134,7 +137,7 @@ def test_continuous_features_cover_what_the_swaps_leave():
         return 0.5 * r[:, 0] + 0.1 * r[:, 3]
 
     c = torch.tensor([1, 0, 0, 1])
-    cf = E.counterfactual(aux, z, c, "binary", {"gap": 2.0}, lay, mean, scale)
+    cf = E.counterfactual(aux, z, c, {"gap": 2.0}, E.Space("binary", lay, mean, scale))
     end = aux(cf.z)
     target = aux(z) + torch.where(c > 0.5, -2.0, 2.0)
     torch.testing.assert_close(end, target, rtol=0, atol=1e-9)
@@ -154,8 +157,7 @@ def test_categorical_protected_attribute_moves_the_margin_by_its_group_gap():
     gaps = E.group_gaps(aux, z, c, "categorical")
     ct = torch.tensor(c)
     for d in E.directions(z, ct, "categorical", gaps):
-        cf = E.counterfactual(aux, z, ct, "categorical", gaps, cont_layout(3), np.zeros(3),
-                              np.ones(3), direction=d)
+        cf = E.counterfactual(aux, z, ct, gaps, space(3, "categorical"), direction=d)
         before = E.aux_scalar(aux(z), ct, d.level)
         after = E.aux_scalar(aux(cf.z), ct, d.level)
         torch.testing.assert_close(after - before, d.shift, rtol=0, atol=1e-9)
@@ -187,8 +189,7 @@ def test_effects_call_the_model_once_with_every_counterfactual():
         calls.append(len(x))
         return 1 / (1 + np.exp(-(2 * x[:, 0] - x[:, 1])))
 
-    out = E.effects(proba, auxes, gaps, z, c, "binary", cont_layout(3), np.zeros(3),
-                    np.ones(3))
+    out = E.effects(proba, auxes, gaps, z, c, space(3))
     assert calls == [40 * (1 + 2)]
     assert out["p_cf"].shape == (2, 40) and out["p"].shape == (40,)
     np.testing.assert_allclose(out["p"], proba(z.numpy()))
@@ -204,8 +205,7 @@ def test_saturated_model_has_an_effect_the_tangent_misses():
     def proba(x):
         return 1 / (1 + np.exp(-50 * x[:, 0]))
 
-    out = E.effects(proba, [aux], [{"gap": 6.0}], z, c, "binary", cont_layout(2),
-                    np.zeros(2), np.ones(2))
+    out = E.effects(proba, [aux], [{"gap": 6.0}], z, c, space(2))
     assert np.all(np.abs(out["p_cf"][0] - out["p"]) > 0.99)
     slope = 50 * proba(z.numpy()) * (1 - proba(z.numpy()))
     assert np.all(slope < 1e-50)
@@ -217,25 +217,23 @@ def test_support_box_flags_rows_that_leave_it():
     np.testing.assert_allclose(lo, [-0.1, -0.1]) and np.testing.assert_allclose(hi, [1.1, 1.1])
     z = torch.tensor([[0.5, 0.5], [1.0, 0.5]], dtype=torch.float64)
     c = torch.tensor([0, 0])
-    cf = E.counterfactual(linear([1.0, 0.0]), z, c, "binary", {"gap": 0.05},
-                          cont_layout(2), np.zeros(2), np.ones(2), lo=lo, hi=hi)
+    cf = E.counterfactual(linear([1.0, 0.0]), z, c, {"gap": 0.05}, space(2, lo=lo, hi=hi))
     assert cf.off_support.tolist() == [False, False]
-    cf = E.counterfactual(linear([1.0, 0.0]), z, c, "binary", {"gap": 0.5},
-                          cont_layout(2), np.zeros(2), np.ones(2), lo=lo, hi=hi)
+    cf = E.counterfactual(linear([1.0, 0.0]), z, c, {"gap": 0.5}, space(2, lo=lo, hi=hi))
     assert cf.off_support.tolist() == [False, True]
 
 
 def test_zero_steps_is_refused_in_one_line():
     z = torch.zeros((2, 2), dtype=torch.float64)
     with pytest.raises(ConfigError, match="at least 1 step"):
-        E.counterfactual(linear([1.0, 0.0]), z, torch.tensor([0, 1]), "binary", {"gap": 1.0},
-                         cont_layout(2), np.zeros(2), np.ones(2), steps=0)
+        E.counterfactual(linear([1.0, 0.0]), z, torch.tensor([0, 1]), {"gap": 1.0},
+                         space(2, steps=0))
 
 
 def test_a_row_the_aux_cannot_move_is_unreachable():
     z = torch.zeros((3, 2), dtype=torch.float64)
-    cf = E.counterfactual(linear([0.0, 0.0]), z, torch.tensor([0, 1, 0]), "binary",
-                          {"gap": 1.0}, cont_layout(2), np.zeros(2), np.ones(2))
+    cf = E.counterfactual(linear([0.0, 0.0]), z, torch.tensor([0, 1, 0]), {"gap": 1.0},
+                          space(2))
     assert cf.unreachable.all()
     torch.testing.assert_close(cf.z, z)
 
@@ -273,11 +271,11 @@ def test_a_category_as_common_in_both_groups_stays_and_a_group_carrier_swaps():
     ct = torch.tensor(c)
     gaps = E.group_gaps(aux, z, c, "binary")
     con = E.level_contrasts(z, c, "binary", lay, mean, scale)
-    cf = E.counterfactual(aux, z, ct, "binary", gaps, lay, mean, scale, contrasts=con)
+    cf = E.counterfactual(aux, z, ct, gaps, E.Space("binary", lay, mean, scale, contrasts=con))
     moved = cf.moved[:, 0].numpy()
     assert (moved[rel == 0] == 1).all() and (moved[rel == 1] == 0).all()
     assert (moved[rel == 2] == -1).all()       # unmarried rows keep their level
-    free = E.counterfactual(aux, z, ct, "binary", gaps, lay, mean, scale)
+    free = E.counterfactual(aux, z, ct, gaps, E.Space("binary", lay, mean, scale))
     assert (free.moved[rel == 2, 0].numpy() >= 0).any()   # without the rule they would move
 
 
@@ -289,11 +287,11 @@ def test_the_continuous_path_is_never_longer_than_the_groups_distance():
     reach = E.group_reach(z, c, "binary", lay)
     expect = np.linalg.norm(z[c == 1].mean(0).numpy() - z[c == 0].mean(0).numpy())
     assert reach == pytest.approx(expect)
-    cf = E.counterfactual(linear([1.0, 0.0]), z, torch.tensor(c), "binary", {"gap": 5.0},
-                          lay, np.zeros(2), np.ones(2), reach=reach)
+    cf = E.counterfactual(linear([1.0, 0.0]), z, torch.tensor(c), {"gap": 5.0},
+                          E.Space("binary", lay, np.zeros(2), np.ones(2), reach=reach))
     np.testing.assert_allclose((cf.z - z).norm(dim=1).numpy(), reach, rtol=1e-9)
-    short = E.counterfactual(linear([1.0, 0.0]), z, torch.tensor(c), "binary",
-                             {"gap": 0.1}, lay, np.zeros(2), np.ones(2), reach=reach)
+    short = E.counterfactual(linear([1.0, 0.0]), z, torch.tensor(c), {"gap": 0.1},
+                             E.Space("binary", lay, np.zeros(2), np.ones(2), reach=reach))
     np.testing.assert_allclose((short.z - z).norm(dim=1).numpy(), 0.1, rtol=1e-9)
 
 
@@ -316,7 +314,7 @@ def test_the_model_sees_each_row_as_read_and_unmoved_features_exactly():
 
     aux = linear([0.0, 0.0, 1.0])
     aux32 = lambda t: aux(t.double())  # noqa: E731
-    out = E.effects(proba, [aux32], [{"gap": 0.5}], z, c, "binary", lay, mean, scale, x=x)
+    out = E.effects(proba, [aux32], [{"gap": 0.5}], z, c, E.Space("binary", lay, mean, scale), x=x)
     np.testing.assert_array_equal(seen[0][:300], x)                  # the rows as read
     cf = seen[0][300:]
     np.testing.assert_array_equal(cf[:, 0], x[:, 0])                 # unmoved: bit for bit

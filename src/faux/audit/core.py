@@ -20,7 +20,7 @@ behind.
 """
 from __future__ import annotations
 
-from faux.audit import stages
+from faux.audit import inputs, stages
 from faux.audit.audit_doc import document
 from faux.audit.interrupts import (  # noqa: F401 (re-exported)
     EXIT_TERMINATED,
@@ -105,33 +105,39 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
 
 def _audit(model, X, c, *, data, protected, y, label, features, out_dir, name,
            st: AuditSettings) -> AuditResult:
-    """The stages (``faux.audit.stages``) in order; nothing partial is left behind."""
+    """The stages (``faux.audit.inputs``, ``faux.audit.stages``) in order, each on what the
+    ones before it returned; nothing partial is left behind."""
     st.check(has_label=label is not None if data is not None else y is not None)
-    r = stages.Run(st)
-    stages.open_inputs(r, model, X, c, data=data, protected=protected, y=y, label=label,
-                       features=features, out_dir=out_dir, name=name)
+    plan = inputs.plan(st)
+    given = inputs.open_inputs(plan, model, X, c, data=data, protected=protected, y=y,
+                               label=label, features=features, out_dir=out_dir, name=name)
+    staging = None
     try:
         try:
-            for stage in (stages.fit, stages.score):
-                check_signals()
-                stage(r)
+            check_signals()
+            scanned = stages.scan_rows(plan, given)
+            check_signals()
+            fitted = stages.fit(plan, given, scanned)
+            check_signals()
+            staging = stages.open_staging(plan, given)
+            scored = stages.score(plan, given, scanned, fitted, staging)
         finally:
-            r.bar.stop()
+            plan.bar.stop()
         check_signals()
-        stages.settle(r)
-        summary = build_summary(r)
-        late = _result_warnings(summary, encoded=r.layout is not None)
-        summary["warnings"] = [*_current_warnings(), *late]
-        result = AuditResult(summary, r.ranking, r.top_df, r.mem_scores, None, not r.gate,
-                             r.plot_scores)
-        if r.staging is not None:
-            write_staged(result, r.staging.dir, st.report)
-            move_into_place(r.staging)
-            result.out_dir = r.out
+        settled = stages.settle(plan, given, scanned, fitted, scored, staging)
+        summary = build_summary(plan, given, scanned, fitted, scored, settled)
+        late = _result_warnings(summary.content, encoded=given.layout is not None)
+        summary.content["warnings"] = [*_current_warnings(), *late]
+        result = AuditResult(summary.content, fitted.ranking, settled.top_df, settled.scores,
+                             None, not summary.gate, settled.plot_scores)
+        if staging is not None:
+            write_staged(result, staging.dir, st.report)
+            move_into_place(staging)
+            result.out_dir = given.out
     except BaseException as err:  # nothing partial is left behind
-        full = disk_full(err, r.staging)
-        if r.staging is not None:
-            r.staging.discard()
+        full = disk_full(err, staging)
+        if staging is not None:
+            staging.discard()
         if full is not None:
             raise full() from err
         raise

@@ -16,6 +16,7 @@ _WHERE = {
     "fit_transport": "transport",
     "carried": "transport_pass",
     "counterfactual": "effects",
+    "Space": "effects",
     "null_nets_for": "effect_pass",
 }
 

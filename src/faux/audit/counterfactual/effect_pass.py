@@ -33,12 +33,15 @@ def c_index(info, c_raw) -> torch.Tensor:
 
 
 class EffectPass:
-    """One protected attribute's effects: prepared on the sample, then fed every batch."""
+    """One protected attribute's effects: prepared on the sample, then fed every batch.
+    ``view``: the attribute's group view (its ``name``, ``info``, ``sample_c`` and aux
+    models ``auxes``); ``null_nets``: its permuted-attribute aux models."""
 
-    def __init__(self, name, info, auxes, null_nets, sc, z_sample, sample_c, feats, *,
-                 settings: Settings, proba, primary: bool, batch_size: int, layout=None):
+    def __init__(self, view, null_nets, sc, z_sample, feats, *, settings: Settings, proba,
+                 primary: bool, batch_size: int, layout=None):
+        name, info, sample_c = view.name, view.info, view.sample_c
         self.name, self.info, self.kind = name, info, info.kind
-        self.auxes, self.st, self.proba, self.primary = list(auxes), settings, proba, primary
+        self.auxes, self.st, self.proba, self.primary = list(view.auxes), settings, proba, primary
         self.mean, self.scale, self.feats = sc.mean, sc.scale, list(feats)
         self.sample_rows, self.n_sample = sc.sample_rows, len(sc.x)
         # the sample's rows as read, for the model's calls (rebuilt from z where they hold NaN)
@@ -52,6 +55,9 @@ class EffectPass:
         self.contrasts = fx.level_contrasts(zt, ci.numpy(), self.kind, self.layout, self.mean,
                                             self.scale)
         self.reach = fx.group_reach(zt, ci.numpy(), self.kind, self.layout)
+        self.space = fx.Space(self.kind, self.layout, self.mean, self.scale,
+                              steps=settings.steps, lo=self.lo, hi=self.hi,
+                              contrasts=self.contrasts, reach=self.reach)
         null_gaps = [fx.group_gaps(a, zt, ci.numpy(), self.kind) for a in null_nets]
         p, p_cf = self._run(null_nets, null_gaps, zt, ci, batch_size)
         self.null_dp = p_cf - p[None]  # (n_null, n_sample)
@@ -67,15 +73,13 @@ class EffectPass:
         self.top: list = []  # (|effect|, row_id, record) of the N_ROWS largest flagged
 
     def _effects(self, auxes, gaps, z, ci, x) -> dict:
-        """``faux.audit.counterfactual.effects.effects`` of rows ``z`` (their protected levels ``ci``, the
-        rows as read ``x`` or None), computed ``EFFECT_ROWS`` rows at a time."""
+        """``faux.audit.counterfactual.effects.effects`` of rows ``z`` (their protected levels
+        ``ci``, the rows as read ``x`` or None), computed ``EFFECT_ROWS`` rows at a time."""
         parts = []
         for s in range(0, z.shape[0], EFFECT_ROWS):
             e = slice(s, s + EFFECT_ROWS)
-            parts.append(fx.effects(self.proba, auxes, gaps, z[e], ci[e], self.kind,
-                                    self.layout, self.mean, self.scale, steps=self.st.steps,
-                                    lo=self.lo, hi=self.hi, contrasts=self.contrasts,
-                                    reach=self.reach, x=None if x is None else x[e]))
+            parts.append(fx.effects(self.proba, auxes, gaps, z[e], ci[e], self.space,
+                                    x=None if x is None else x[e]))
         if len(parts) == 1:
             return parts[0]
         return {k: (None if parts[0][k] is None else
@@ -248,23 +252,21 @@ def prepare(views, null_of, target, sc, z_sample, feats, *, settings: Settings,
     for i, v in enumerate(views):
         if v.kind != "attribute" or (which is not None and not which(v)):
             continue
-        out.append(EffectPass(v.name, v.info, v.auxes, null_of(v), sc, z_sample, v.sample_c,
-                              feats, settings=settings, proba=target.proba, primary=i == 0,
-                              batch_size=batch_size, layout=layout))
+        out.append(EffectPass(v, null_of(v), sc, z_sample, feats, settings=settings,
+                              proba=target.proba, primary=i == 0, batch_size=batch_size,
+                              layout=layout))
     return out
 
 
-def null_nets_for(sc, z_sample, n_perm: int, *, seed: int, aux: str, aux_width: int,
-                  aux_depth: int, aux_epochs: int):
+def null_nets_for(sc, z_sample, null):
     """``view -> its permuted-attribute aux models``: those the calibrated thresholds
-    trained, else (a manual threshold) trained here the same way."""
+    trained, else (a manual threshold) trained here the same way (``null``:
+    ``faux.audit.scores.calibration.NullSettings``)."""
     from faux.audit.scores.calibration import null_auxes
 
     def null_of(v):
         if v.null is not None and v.null.get("nets"):
             return v.null["nets"]
-        return list(null_auxes(z_sample, v.sample_c, v.info, sc.y, aux=aux,
-                               aux_width=aux_width, aux_depth=aux_depth,
-                               aux_epochs=aux_epochs, n_perm=n_perm, seed=seed))
+        return list(null_auxes(z_sample, v.sample_c, v.info, sc.y, null))
 
     return null_of

@@ -32,6 +32,7 @@ and aux model, whatever the model (black boxes included).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -246,13 +247,33 @@ def _reach_of(reach, c_index, kind: str, d: Direction, z: torch.Tensor):
     return torch.as_tensor(np.asarray(reach)[int(d.level), g], dtype=z.dtype, device=z.device)
 
 
-def counterfactual(aux: nn.Module, z: torch.Tensor, c_index: torch.Tensor, kind: str,
-                   gaps: dict, layout: Layout, x_mean, x_scale, *, steps: int = STEPS,
-                   lo=None, hi=None, direction: Direction | None = None,
-                   contrasts=None, reach=None) -> Counterfactual:
-    """The counterfactual of rows ``z`` along one direction (the first of
-    :func:`directions` unless given). ``lo``/``hi``: the support box of the continuous
-    features in standardised units (None: no support check)."""
+@dataclass(frozen=True, eq=False)
+class Space:
+    """Where and how a counterfactual path runs: the attribute's ``kind`` (binary,
+    categorical, continuous), the features' ``layout``, the standardisation (``x_mean``,
+    ``x_scale``), ``steps`` first-order steps, the support box of the continuous features in
+    standardised units (``lo``/``hi``; None: no support check), the swap rule of
+    :func:`level_contrasts` (None: none) and the path's limit from :func:`group_reach`
+    (None: none)."""
+
+    kind: str
+    layout: Layout
+    x_mean: Any
+    x_scale: Any
+    steps: int = STEPS
+    lo: Any = None
+    hi: Any = None
+    contrasts: Any = None
+    reach: Any = None
+
+
+def counterfactual(aux: nn.Module, z: torch.Tensor, c_index: torch.Tensor, gaps: dict,
+                   space: Space, direction: Direction | None = None) -> Counterfactual:
+    """The counterfactual of rows ``z`` in ``space`` along one direction (the first of
+    :func:`directions` unless given)."""
+    kind, layout, steps = space.kind, space.layout, space.steps
+    lo, hi, contrasts, reach = space.lo, space.hi, space.contrasts, space.reach
+    x_mean, x_scale = space.x_mean, space.x_scale
     if int(steps) < 1:
         raise ConfigError(f"the counterfactual path needs at least 1 step, got {steps}")
     d = direction if direction is not None else directions(z, c_index, kind, gaps)[0]
@@ -288,10 +309,10 @@ def support_box(z_sample: np.ndarray, margin: float = SUPPORT_MARGIN):
     return widened_range(z_sample.min(axis=0), z_sample.max(axis=0), margin)
 
 
-def effects(proba, auxes, gaps, z: torch.Tensor, c_index: torch.Tensor, kind: str,
-            layout: Layout, x_mean, x_scale, *, steps: int = STEPS, lo=None, hi=None,
-            contrasts=None, reach=None, x=None) -> dict:
-    """The model's probability at rows ``z`` and at their counterfactual under each aux model.
+def effects(proba, auxes, gaps, z: torch.Tensor, c_index: torch.Tensor, space: Space,
+            x=None) -> dict:
+    """The model's probability at rows ``z`` and at their counterfactual (in ``space``) under
+    each aux model.
 
     ``proba``: raw rows (numpy (m, d)) -> probability (m,), called once for the rows and their
     counterfactuals together. ``x``: the rows as read (float64); the model then sees them
@@ -302,14 +323,13 @@ def effects(proba, auxes, gaps, z: torch.Tensor, c_index: torch.Tensor, kind: st
     with the largest change), and from the first aux: ``z_cf``, ``moved`` (n, blocks),
     ``level`` (the other level chosen, categorical), ``off_support``, ``unreachable``.
     """
-    xm = np.asarray(x_mean, dtype=np.float64)
-    xs = np.asarray(x_scale, dtype=np.float64)
+    kind, layout = space.kind, space.layout
+    xm = np.asarray(space.x_mean, dtype=np.float64)
+    xs = np.asarray(space.x_scale, dtype=np.float64)
     n = z.shape[0]
     cfs = []
     for aux, gap in zip(auxes, gaps, strict=True):
-        cfs.append([counterfactual(aux, z, c_index, kind, gap, layout, xm, xs, steps=steps,
-                                   lo=lo, hi=hi, direction=d, contrasts=contrasts,
-                                   reach=reach)
+        cfs.append([counterfactual(aux, z, c_index, gap, space, direction=d)
                     for d in directions(z, c_index, kind, gap)])
     z0 = z.double().cpu().numpy()
     base = z0 * xs + xm if x is None else np.asarray(x, dtype=np.float64)

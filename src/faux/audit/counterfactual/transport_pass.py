@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -108,12 +109,26 @@ def carried(view) -> bool:
     return view.kind == "attribute" and view.info.kind != "continuous"
 
 
-def prepare(views, target, sc, feats, *, settings, layout=None, refits: int, nulls: int,
-            seed: int, hold=(), direct_only: bool = False) -> list[TransportPass]:
+@dataclass(frozen=True)
+class TransportSettings:
+    """The transports of each attribute: ``refits`` fits (the first on the sample, the others
+    on bootstrap resamples drawn from ``seed``), ``nulls`` c-blind fits, the columns ``hold``
+    names held fixed (``direct_only``: every feature held fixed, the attribute alone set)."""
+
+    refits: int = 3
+    nulls: int = 10
+    seed: int = 0
+    hold: tuple = ()
+    direct_only: bool = False
+
+
+def prepare(views, target, sc, feats, *, settings, layout=None,
+            transport: TransportSettings | None = None) -> list[TransportPass]:
     """A ``TransportPass`` per attribute view that is ``carried`` (the first view is the
     primary one). ``layout``: the features' categorical blocks when known
     (``faux.audit.loaders.encoders``), else inferred from the sample (``Layout.infer``: one-hot
-    blocks, 0/1 columns)."""
+    blocks, 0/1 columns); ``transport``: how each attribute's transports are fitted (None:
+    ``TransportSettings``' defaults)."""
     from faux.audit.sources.layout import Layout
 
     layout = layout if layout is not None else Layout.infer(sc.x, feats)
@@ -125,20 +140,24 @@ def prepare(views, target, sc, feats, *, settings, layout=None, refits: int, nul
         # the other protected attributes the model reads stay as they are: one attribute
         # changes at a time (their intersection is a view of its own)
         keep = [a for a in attributes if a != v.name]
-        out.append(TransportPass(v.name, v.info, sc, v.sample_c, feats, settings=settings,
-                                 proba=target.proba, primary=i == 0, layout=layout,
-                                 refits=refits, nulls=nulls, seed=seed, hold=hold,
-                                 direct_only=direct_only, keep=keep))
+        out.append(TransportPass(v, sc, feats, settings=settings, proba=target.proba,
+                                 primary=i == 0, layout=layout, transport=transport,
+                                 keep=keep))
     return out
 
 
 class TransportPass:
     """One protected attribute's effects by transport: fitted on the sample, then fed every
-    batch (the interface of ``faux.audit.counterfactual.effect_pass.EffectPass``)."""
+    batch (the interface of ``faux.audit.counterfactual.effect_pass.EffectPass``). ``view``:
+    the attribute's group view (its ``name``, ``info`` and ``sample_c``); ``keep``: the
+    other protected attributes, held fixed."""
 
-    def __init__(self, name, info, sc, sample_c, feats, *, settings, proba, primary: bool,
-                 layout=None, refits: int = 3, nulls: int = 10, seed: int = 0, hold=(),
-                 direct_only: bool = False, keep=()):
+    def __init__(self, view, sc, feats, *, settings, proba, primary: bool, layout=None,
+                 transport: TransportSettings | None = None, keep=()):
+        name, info, sample_c = view.name, view.info, view.sample_c
+        transport = TransportSettings() if transport is None else transport
+        refits, nulls, seed = transport.refits, transport.nulls, transport.seed
+        hold, direct_only = transport.hold, transport.direct_only
         self.name, self.info, self.kind = name, info, info.kind
         self.st, self.proba, self.primary = settings, proba, primary
         self.feats = list(feats)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from faux.audit.scores.calibration import NullSettings
 from faux.audit.sources.data import ProtectedInfo, Scan
 from faux.audit.sources.intersection import intersection_of
 from faux.errors import ConfigError
@@ -212,58 +213,67 @@ def train_primary(view: View, z_sample: np.ndarray, y, *, kind: str, width: int,
     return fam[0]
 
 
-def train_views(views: list[View], target, sc: Scan, z_sample: np.ndarray, methods, *,
-                primary: dict, aux_seeds: int, settings: dict, bar) -> None:
+@dataclass(frozen=True)
+class ViewSettings:
+    """How ``train_views`` fits the views: ``aux_seeds`` aux models each, their null models
+    as ``null`` says (``faux.audit.scores.calibration.NullSettings``; its ``seed`` is the
+    audit's), the thresholds by the null quantile at ``alpha`` (``bh``: the
+    Benjamini-Hochberg cut, counted over the rows) or the ``manual`` ones (None: calibrated),
+    and ``effect``: whether the effect verdict flags the attribute views' rows."""
+
+    null: NullSettings
+    aux_seeds: int
+    alpha: float
+    bh: bool = False
+    manual: dict | None = None
+    effect: bool = False
+
+
+def train_views(views: list[View], sc: Scan, z_sample: np.ndarray, *, primary: dict,
+                settings: ViewSettings, bar) -> None:
     """Aux models, scorers, thresholds and the sample scores of every seed of each view.
-    ``primary``: the first view's aux, quality, thresholds and null (already computed);
-    ``settings``: aux, aux_width, aux_depth, aux_epochs, seed, fd_step, batch_size, rule,
-    alpha, null_permutations, manual (the manual thresholds, or None). A view's aux models
-    still to train (its aux, its null models, its other seeds) train together
-    (``train_aux_family``: one stacked network, each model as it would be alone)."""
+    ``primary``: the first view's aux, quality, thresholds, null and scorer (already
+    computed); the other views' scorers are like it (``Scorer.like``: the same model,
+    methods, standardisation and gradient memo). A view's aux models still to train (its
+    aux, its null models, its other seeds) train together (``train_aux_family``: one
+    stacked network, each model as it would be alone)."""
     from faux.audit.scores.calibration import null_quantile, null_scores
-    from faux.audit.scores.scoring import Scorer
 
     st = settings
-    score_kw = dict(fd_step=st["fd_step"], batch_size=st["batch_size"])
+    methods, batch_size = primary["scorer"].methods, primary["scorer"].batch_size
     for i, v in enumerate(views):
-        nets = _view_family(v, i == 0, sc, z_sample, aux_seeds, st)
+        nets = _view_family(v, i == 0, sc, z_sample, st)
         if i == 0:
             v.aux, v.quality = primary["aux"], primary["quality"]
             v.thresholds, v.null = primary["thresholds"], primary["null"]
             v.scorer = primary["scorer"]
         else:
             v.aux, v.quality = nets["aux"]
-            v.scorer = Scorer(target, v.aux, sc.mean, sc.scale, methods, **score_kw)
-            if st["manual"] is not None:
-                v.thresholds = dict(st["manual"])
+            v.scorer = primary["scorer"].like(v.aux)
+            if st.manual is not None:
+                v.thresholds = dict(st.manual)
             else:
                 sv = replace(sc, c=v.sample_c, protected=v.info)
-                v.null = null_scores(target, v.aux, sv, z_sample, methods,
-                                     aux=st["aux"], aux_width=st["aux_width"],
-                                     aux_depth=st["aux_depth"],
-                                     aux_epochs=st["aux_epochs"],
-                                     n_perm=st["null_permutations"], seed=st["seed"],
-                                     fd_step=st["fd_step"],
-                                     batch_size=st["batch_size"], bar=bar,
+                v.null = null_scores(v.scorer, v.aux, sv, z_sample, st.null, bar,
                                      nets=nets["null"])
-                v.thresholds = {m: null_quantile(v.null["scores"][m], st["alpha"])
+                v.thresholds = {m: null_quantile(v.null["scores"][m], st.alpha)
                                 for m in methods}
-        for s in range(aux_seeds):
+        for s in range(st.aux_seeds):
             if s == 0:
                 scorer, net = v.scorer, v.aux
             else:
                 net = nets["seeds"][s - 1]
-                scorer = Scorer(target, net, sc.mean, sc.scale, methods[:1], **score_kw)
+                scorer = primary["scorer"].like(net, methods[:1])
             v.auxes.append(net)
-            v.seed_scores.append(_score_rows(scorer, sc.x, methods[0], st["batch_size"]))
+            v.seed_scores.append(_score_rows(scorer, sc.x, methods[0], batch_size))
         edges = _edges(v.seed_scores[0])
-        bh_null = v.null["scores"][methods[0]] if st["rule"] == "benjamini-hochberg" else None
-        if st.get("effect") and v.kind == "attribute":  # the effect verdict flags its rows
+        bh_null = v.null["scores"][methods[0]] if st.bh else None
+        if st.effect and v.kind == "attribute":  # the effect verdict flags its rows
             bh_null = None
         v.stats = GroupStats(edges, bh_null)
 
 
-def _view_family(v: View, primary: bool, sc: Scan, z_sample, aux_seeds: int, st) -> dict:
+def _view_family(v: View, primary: bool, sc: Scan, z_sample, st: ViewSettings) -> dict:
     """The aux models of view ``v`` not yet trained, trained together: ``aux`` (model,
     quality) and ``null`` (its null models, when thresholds are calibrated) unless ``v`` is
     the primary view (whose aux and null models the audit trained first), and ``seeds``
@@ -271,17 +281,18 @@ def _view_family(v: View, primary: bool, sc: Scan, z_sample, aux_seeds: int, st)
     from faux.audit.scores.aux import train_aux_family
     from faux.audit.scores.calibration import null_targets
 
+    aux_seeds, null, seed = st.aux_seeds, st.null, st.null.seed
     if primary and v.seed_nets is not None and len(v.seed_nets) == aux_seeds - 1:
         return {"aux": None, "null": None, "seeds": v.seed_nets}  # trained with its aux
-    targets = [] if primary else [(v.sample_c, st["seed"])]
+    targets = [] if primary else [(v.sample_c, seed)]
     n_null = 0
-    if not primary and st["manual"] is None:
-        nulls = null_targets(v.sample_c, st["null_permutations"], st["seed"])
+    if not primary and st.manual is None:
+        nulls = null_targets(v.sample_c, null.n_perm, seed)
         targets, n_null = targets + nulls, len(nulls)
-    targets += [(v.sample_c, aux_seed(st["seed"], s)) for s in range(1, aux_seeds)]
-    fam = train_aux_family(z_sample, targets, v.info, sc.y, kind=st["aux"],
-                           width=st["aux_width"], depth=st["aux_depth"],
-                           epochs=st["aux_epochs"])
+    targets += [(v.sample_c, aux_seed(seed, s)) for s in range(1, aux_seeds)]
+    fam = train_aux_family(z_sample, targets, v.info, sc.y, kind=null.aux,
+                           width=null.aux_width, depth=null.aux_depth,
+                           epochs=null.aux_epochs)
     k = 0 if primary else 1
     return {"aux": None if primary else fam[0],
             "null": [net for net, _ in fam[k:k + n_null]] if n_null else None,

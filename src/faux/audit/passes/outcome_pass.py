@@ -221,7 +221,8 @@ def flagged_intervals(groups: dict) -> None:
                         "percentile bootstrap over rows (1000 resamples).").strip()
 
 
-def flagged_by_group(by_group: dict) -> None:
-    """Wilson's interval on ``summary["flagged"]["by_group"]`` (in place)."""
-    for v in by_group.values():
-        v["interval"] = wilson(int(v["flagged"]), int(v["rows"]))
+def flagged_by_group(by_group: dict) -> dict:
+    """``summary["flagged"]["by_group"]``: each group of ``by_group`` (rows, flagged, rate)
+    with Wilson's interval of its rate."""
+    return {g: {**v, "interval": wilson(int(v["flagged"]), int(v["rows"]))}
+            for g, v in by_group.items()}

@@ -1,7 +1,9 @@
-"""The audit's pass over the data (``faux.audit.core``'s scoring stage): every batch scored,
-flagged and counted (per group, per view, the outcomes, the top rows, the plot sample),
-its scores appended to ``scores.parquet``; and what is settled once every row is scored
-(the Benjamini-Hochberg cut, the top rows' contributions)."""
+"""The audit's pass over the data (``faux.audit.stages.score``): every batch scored, flagged
+and fed to the views, the effect passes and the outcome counts (``score_batch``, which
+writes nothing), its rows appended to ``scores.parquet`` (``_Writer``), and its result
+merged, in the batches' order, into the counts per group, the top rows and the plot sample
+(``Tally``); and what is settled once every row is scored (the Benjamini-Hochberg cut, the
+top rows' contributions)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,10 @@ import heapq
 import math
 import os
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,64 +25,196 @@ N_TOP = 50  # flagged rows shown with their contributions
 PLOT_SAMPLE = 200_000  # scores kept for the plots
 
 
-def score_all(source, feats, c_cols, sc, scorer, methods, thresholds, tmp, bar, *,
-               batch_size, seed, keep, bh_null=None, alpha, views=(), passes=(),
-               label=None, observers=None, sampled=None):
-    """One pass over the data: scores, flags, counts per group, the top rows, the plot
-    sample, the group views' statistics and scores (``faux.audit.passes.groups``). With ``bh_null``
-    (the first method's sorted null scores) the rows' p-values are counted per exceedance
-    count, the Benjamini-Hochberg cut is taken at the end and ``flagged`` holds the rows
-    with p <= alpha meanwhile (a superset). With ``passes`` (``faux.audit.counterfactual.effect_pass``, the
-    effect verdict) the first attribute's effect verdict is ``flagged``, each attribute's
-    view counts its own, and the effects are score columns. ``observers``: (an
-    ``OutcomePass``, a ``RowValues``, the model's probability function, a ``Missing`` or
-    None), fed every batch (``label``: the label column to read for the outcomes, or None);
-    with a ``Missing`` the batches' NaN are filled in for everything but the model's own
-    calls (``faux.audit.loaders.missing``). ``sampled`` (a ``SampleScores``): the scores are the
-    sample rows' (computed before the pass), NaN for every other row, and no score is computed
-    here but the views' that flag by their score (the intersection)."""
-    from faux.audit.passes.groups import add_batch
+@dataclass(frozen=True)
+class Reading:
+    """Where the pass reads its batches: ``source``'s columns ``feats``, its protected
+    columns ``c_cols`` and the label column ``label`` (None: not read), ``batch_size`` rows
+    at a time."""
 
-    tally = _Tally(methods, sc.n_rows, seed, bh_null, keep,
-                   None if sampled is None else len(sampled.rows))
-    writer = _Writer(tmp)
-    advance = bar.start("scoring", sc.n_rows)
+    source: Any
+    feats: list
+    c_cols: list
+    label: str | None
+    batch_size: int
+
+    def batches(self):
+        return self.source.batches(self.feats, self.c_cols, self.label, self.batch_size)
+
+
+@dataclass(frozen=True)
+class Observers:
+    """What watches every batch as read: the outcome counts (``OutcomePass``) and the
+    described rows' values (``faux.audit.verdict.flagged_rows.RowValues``)."""
+
+    outcome: Any
+    row_values: Any
+
+
+@dataclass(frozen=True)
+class BatchState:
+    """What every batch needs, the same for all of them: the ``scorer`` of ``methods`` (the
+    first decides), their ``thresholds``, the level ``alpha``, the first attribute's
+    ``protected`` values (a row's group), the group views (``faux.audit.passes.groups``) and
+    the effect passes (``faux.audit.counterfactual.effect_pass``: with them the first
+    attribute's effect verdict is ``flagged``, each attribute's view counts its own and the
+    effects are score columns). ``bh_null``: the first method's sorted null scores (the rows'
+    null exceedances are counted for the Benjamini-Hochberg cut, and ``flagged`` holds the
+    rows with p <= alpha meanwhile, a superset). ``sampled`` (``SampleScores``): the scores are
+    the sample rows' (computed before the pass), NaN for every other row, and no score is
+    computed here but the views' that flag by their score (the intersection). ``proba``: the
+    model's probability (the outcomes' decisions when no pass computes it); ``missing``
+    (``faux.audit.loaders.missing``): the batches' NaN filled in for everything but the
+    model's own calls; ``observers``: fed every batch as read."""
+
+    scorer: Any
+    methods: tuple
+    thresholds: dict
+    alpha: float
+    protected: Any
+    views: tuple = ()
+    passes: tuple = ()
+    bh_null: np.ndarray | None = None
+    sampled: SampleScores | None = None
+    proba: Callable | None = None
+    missing: Any = None
+    observers: Observers | None = None
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """One batch scored: its ``scores`` per method, ``flagged``, the null ``exceed``ances
+    (Benjamini-Hochberg, else None), the rows with scores (``scored``; None: all), each row's
+    group, the rows above each method's threshold, the effects' plot columns (none without
+    effect passes), the batch's flagged rows that may enter the top ``N_TOP`` (score, row
+    id, row, group) and its rows of scores.parquet (``frame``: the scores, ``flagged``, the
+    effect passes' columns, the other views' scores)."""
+
+    scores: dict
+    flagged: np.ndarray
+    exceed: np.ndarray | None
+    scored: np.ndarray | None
+    groups: np.ndarray
+    above: dict
+    effect_plot: dict
+    top: tuple
+    frame: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """The pass over every row: flagged rows (``n_flag``, ``per_group``: rows, flagged, rate
+    per group), the top flagged rows (score, row id, row, group; highest first), the plot
+    sample, the score frames in memory (None: not kept), its ``seconds``, the rows above
+    each method's threshold, the Benjamini-Hochberg cut (``bh``; None without one) and the
+    rows with scores."""
+
+    n_flag: int
+    per_group: dict
+    top: list
+    plot_scores: dict
+    scores: pd.DataFrame | None
+    seconds: float
+    above: dict
+    bh: dict | None
+    n_scored: int
+
+
+def score_all(state: BatchState, reading: Reading, *, n_rows: int, seed: int, keep: bool,
+              out, bar) -> PassResult:
+    """One pass over the ``n_rows`` rows ``reading`` reads: each batch scored
+    (``score_batch``), written to ``out``/scores.parquet (``out`` None: not written) and
+    merged into the counts, the top rows and the plot sample (``Tally``; ``seed``: its
+    draws; ``keep``: the score frames kept in memory)."""
+    tally = Tally(state.methods, n_rows, seed, state.bh_null, keep,
+                  None if state.sampled is None else len(state.sampled.rows))
+    writer = _Writer(out)
+    advance = bar.start("scoring", n_rows)
     t0 = time.perf_counter()
     try:
-        for raw in source.batches(feats, c_cols, label, batch_size):
-            missing = observers[3] if observers is not None else None
-            b = raw if missing is None else missing.batch(raw)
-            given = None
-            if sampled is None:
-                s = scorer.score(b.x)
-            else:
-                given = sampled.of(b)
-                s = given.pop(views[0].name)
-            groups = sc.protected.group_labels(b.c)
-            e, flagged = tally.flags(s, thresholds, alpha)
-            eff_cols, view_flags = {}, {}
-            for ps in passes:
-                view_flags[ps.name], cols = ps.batch(b)
-                eff_cols.update(cols)
-            if passes:
-                flagged = view_flags[passes[0].name]
-            if observers is not None:
-                outcome, row_values, proba, _ = observers
-                outcome.add(raw, eff_cols["p"] if "p" in eff_cols else proba(raw.x))
-                row_values.add(raw)
-            extra = add_batch(views, b, s, flagged, e, groups, methods, alpha,
-                              view_flags, scores=given) if views else {}
-            tally.add(b, s, groups, flagged, e, thresholds)
-            tally.add_effects(b, eff_cols, passes)
-            frame = pd.DataFrame({"row_id": np.arange(b.start, b.start + len(flagged)),
-                                  **{m: s[m] for m in methods}, "flagged": flagged,
-                                  **eff_cols, **extra})
-            tally.keep_frame(frame, groups)
-            writer.write(frame)
-            advance(len(flagged))
+        for raw in reading.batches():
+            result = score_batch(state, raw)
+            writer.write(result.frame)
+            tally.add(result)
+            advance(len(result.flagged))
     finally:
         writer.close()
-    return tally.finish(time.perf_counter() - t0, alpha)
+    return tally.finish(time.perf_counter() - t0, state.alpha)
+
+
+def score_batch(state: BatchState, raw) -> BatchResult:
+    """Batch ``raw`` scored, flagged and fed to the views, the effect passes and the
+    observers of ``state`` (their running counts are all it changes; it writes nothing)."""
+    from faux.audit.passes.groups import add_batch
+
+    methods, primary = state.methods, state.methods[0]
+    b = raw if state.missing is None else state.missing.batch(raw)
+    given = None
+    if state.sampled is None:
+        s = state.scorer.score(b.x)
+    else:
+        given = state.sampled.of(b)
+        s = given.pop(state.views[0].name)
+    scored = ~np.isnan(s[primary]) if state.sampled is not None else None
+    groups = state.protected.group_labels(b.c)
+    e, flagged = score_flags(s[primary], state.thresholds[primary], state.alpha,
+                             state.bh_null, scored)
+    eff_cols, view_flags = {}, {}
+    for ps in state.passes:
+        view_flags[ps.name], cols = ps.batch(b)
+        eff_cols.update(cols)
+    if state.passes:
+        flagged = view_flags[state.passes[0].name]
+    if state.observers is not None:
+        state.observers.outcome.add(raw, eff_cols["p"] if "p" in eff_cols
+                                    else state.proba(raw.x))
+        state.observers.row_values.add(raw)
+    extra = add_batch(state.views, b, s, flagged, e, groups, methods, state.alpha,
+                      view_flags, scores=given) if state.views else {}
+    frame = pd.DataFrame({"row_id": np.arange(b.start, b.start + len(flagged)),
+                          **{m: s[m] for m in methods}, "flagged": flagged,
+                          **eff_cols, **extra})
+    return BatchResult(
+        scores=s, flagged=flagged, exceed=e, scored=scored, groups=groups,
+        above={m: int((s[m] > state.thresholds[m]).sum()) for m in methods},
+        effect_plot=_effect_plot(b, eff_cols, state.passes),
+        top=_top_rows(b, s[primary], groups, flagged if scored is None else flagged & scored),
+        frame=frame)
+
+
+def score_flags(score: np.ndarray, threshold: float, alpha: float, bh_null, scored):
+    """The rows' null exceedances (with ``bh_null``, else None) and score flags: p <= alpha
+    (p from the exceedances), else ``score > threshold``; only ``scored`` rows (None: all)."""
+    if bh_null is None:
+        return None, score > threshold
+    n_null = len(bh_null)
+    e = n_null - np.searchsorted(bh_null, score, side="left")  # null scores at or above
+    flagged = (1 + e) / (n_null + 1) <= alpha
+    return e, flagged if scored is None else flagged & scored
+
+
+def _effect_plot(b, cols: dict, passes) -> dict:
+    """The effects' plot columns of a batch: the model's output (``effect.p``), at each
+    attribute's counterfactual (``effect.p_cf:<attribute>``) and the row's group there
+    (``effect.group:<attribute>``); none without effect passes."""
+    if not passes:
+        return {}
+    part = {"effect.p": cols["p"]}
+    for ps in passes:
+        c_raw = b.cs[ps.name] if b.cs is not None else b.c
+        part[f"effect.p_cf:{ps.name}"] = cols[ps.suffix("p_cf")]
+        part[f"effect.group:{ps.name}"] = np.asarray(
+            ps.info.group_labels(np.asarray(c_raw))).astype(str)
+    return part
+
+
+def _top_rows(b, score, groups, flagged) -> tuple:
+    """The flagged rows of batch ``b`` that may enter the top ``N_TOP`` (only its ``N_TOP``
+    highest can): (score, row id, row, group) each."""
+    cand = np.flatnonzero(flagged)
+    if len(cand) > N_TOP:
+        cand = cand[np.argpartition(-score[cand], N_TOP)[:N_TOP]]
+    return tuple((float(score[i]), int(b.start + i), b.x[i].copy(), str(groups[i]))
+                 for i in cand)
 
 
 class SampleScores:
@@ -133,16 +270,15 @@ class _Writer:
             self.writer.close()
 
 
-class _Tally:
-    """What the pass keeps across batches: rows above each threshold, flagged rows per
-    group (and their null exceedances for Benjamini-Hochberg), the top flagged rows, the
-    plot sample and, in memory, the score frames."""
+class Tally:
+    """The merge of the batches' results, in their order: rows above each threshold, flagged
+    rows per group (and their null exceedances for Benjamini-Hochberg), the top flagged rows,
+    the plot sample and, in memory (``keep``), the score frames. ``n_sample``: the scores are
+    the sample's only (NaN elsewhere): counts, top rows and plots over those."""
 
     def __init__(self, methods, n_rows: int, seed: int, bh_null, keep: bool,
                  n_sample: int | None = None):
         self.methods, self.primary, self.n_rows = list(methods), methods[0], n_rows
-        # the sample's scores only (NaN elsewhere): counts, top rows and plots over those
-        self.sampled = n_sample is not None
         self.n_scored = 0
         self.bh_null = bh_null
         self.n_null = 0 if bh_null is None else len(bh_null)
@@ -161,26 +297,15 @@ class _Tally:
         self.per_group: dict[str, list[int]] = {}
         self.heap: list = []  # (score, row_id, x, group) of the N_TOP highest flagged
 
-    def flags(self, s, thresholds, alpha):
-        """The rows' null exceedances (Benjamini-Hochberg, else None) and score flags."""
-        scored = self._scored(s)
-        self.n_scored += len(s[self.primary]) if scored is None else int(scored.sum())
-        if self.bh_null is None:
-            return None, s[self.primary] > thresholds[self.primary]
-        # exceedances: null scores at or above each row's
-        e = self.n_null - np.searchsorted(self.bh_null, s[self.primary], side="left")
-        self.hist += np.bincount(e if scored is None else e[scored], minlength=self.n_null + 1)
-        flagged = (1 + e) / (self.n_null + 1) <= alpha
-        return e, flagged if scored is None else flagged & scored
-
-    def _scored(self, s):
-        """The rows with scores (None: all, outside a sampled pass)."""
-        return ~np.isnan(s[self.primary]) if self.sampled else None
-
-    def add(self, b, s, groups, flagged, e, thresholds) -> None:
-        scored = self._scored(s)
+    def add(self, r: BatchResult) -> None:
+        """Batch result ``r`` counted in."""
+        scored, e, flagged, groups = r.scored, r.exceed, r.flagged, r.groups
+        self.n_scored += len(flagged) if scored is None else int(scored.sum())
+        if e is not None:
+            self.hist += np.bincount(e if scored is None else e[scored],
+                                     minlength=self.n_null + 1)
         for m in self.methods:
-            self.above[m] += int((s[m] > thresholds[m]).sum())
+            self.above[m] += r.above[m]
         self.n_flag += int(flagged.sum())
         g_vals, g_inv = np.unique(groups.astype(str), return_inverse=True)
         for j, g in enumerate(g_vals):
@@ -191,46 +316,30 @@ class _Tally:
                 gh = self.group_hist.setdefault(g, np.zeros(self.n_null + 1, dtype=np.int64))
                 here = g_inv == j if scored is None else (g_inv == j) & scored
                 gh += np.bincount(e[here], minlength=self.n_null + 1)
-        self._top(b, s[self.primary], groups, flagged if scored is None else flagged & scored)
-        sel = self.rng.random(len(flagged)) < self.keep_p
-        if scored is not None:
-            sel &= scored
-        for m in self.methods:
-            self.plot[m].append(s[m][sel])
-        self.plot["group"].append(groups[sel].astype(str))
-
-    def add_effects(self, b, cols: dict, passes) -> None:
-        """The plot sample of each attribute's effects: the model's output (``effect.p``),
-        at the counterfactual (``effect.p_cf:<attribute>``) and the row's group
-        (``effect.group:<attribute>``)."""
-        if not passes:
-            return
-        sel = self.rng_fx.random(len(cols["p"])) < self.keep_fx
-        part = {"effect.p": cols["p"]}
-        for ps in passes:
-            c_raw = b.cs[ps.name] if b.cs is not None else b.c
-            part[f"effect.p_cf:{ps.name}"] = cols[ps.suffix("p_cf")]
-            part[f"effect.group:{ps.name}"] = np.asarray(
-                ps.info.group_labels(np.asarray(c_raw))).astype(str)
-        for k, v in part.items():
-            self.plot.setdefault(k, []).append(np.asarray(v)[sel])
-
-    def _top(self, b, score, groups, flagged) -> None:
-        cand = np.flatnonzero(flagged)
-        if len(cand) > N_TOP:  # only a batch's N_TOP highest can enter the top N_TOP
-            cand = cand[np.argpartition(-score[cand], N_TOP)[:N_TOP]]
-        for i in cand:
-            item = (float(score[i]), int(b.start + i), b.x[i].copy(), str(groups[i]))
+        for item in r.top:
             if len(self.heap) < N_TOP:
                 heapq.heappush(self.heap, item)
             elif item[0] > self.heap[0][0]:
                 heapq.heapreplace(self.heap, item)
-
-    def keep_frame(self, frame, groups) -> None:
+        self._plot(r)
         if self.mem is not None:
-            self.mem.append(frame.assign(group=groups))
+            self.mem.append(r.frame.assign(group=groups))
 
-    def finish(self, t_score: float, alpha: float):
+    def _plot(self, r: BatchResult) -> None:
+        """The plot sample's draws of the batch: its scores and groups, and (every row may be
+        drawn) its effects."""
+        sel = self.rng.random(len(r.flagged)) < self.keep_p
+        if r.scored is not None:
+            sel &= r.scored
+        for m in self.methods:
+            self.plot[m].append(r.scores[m][sel])
+        self.plot["group"].append(r.groups[sel].astype(str))
+        if r.effect_plot:
+            sel = self.rng_fx.random(len(r.effect_plot["effect.p"])) < self.keep_fx
+            for k, v in r.effect_plot.items():
+                self.plot.setdefault(k, []).append(np.asarray(v)[sel])
+
+    def finish(self, t_score: float, alpha: float) -> PassResult:
         by_group = {g: {"rows": v[0], "flagged": v[1], "rate": v[1] / max(v[0], 1)}
                     for g, v in sorted(self.per_group.items())}
         plot_scores = {k: np.concatenate(v) if v else np.empty(0) for k, v in self.plot.items()}
@@ -246,8 +355,9 @@ class _Tally:
                          for g, v in by_group.items()}
             bh = {"threshold": t_bh, "flagged": int(self.hist[:cut + 1].sum()),
                   "by_group": bh_groups}
-        return (self.n_flag, by_group, top, plot_scores, scores, t_score, self.above, bh,
-                self.n_scored)
+        return PassResult(n_flag=self.n_flag, per_group=by_group, top=top,
+                          plot_scores=plot_scores, scores=scores, seconds=t_score,
+                          above=self.above, bh=bh, n_scored=self.n_scored)
 
 
 def rewrite_flagged(path: Path, primary: str, threshold: float) -> None:

@@ -1,10 +1,12 @@
-"""summary.json's content, built from a finished ``faux.audit.stages.Run``: the settings,
-scoring, flagged rows, calibration, effects, groups, outcomes and provenance, the gate, and
-the warnings about what weakens the result."""
+"""summary.json's content, built from the results of the audit's stages
+(``faux.audit.inputs``, ``faux.audit.stages``): the settings, scoring, flagged rows,
+calibration, effects, groups, outcomes and provenance, the gate, and the warnings about what
+weakens the result."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from faux.audit.report.outputs import SUMMARY_SCHEMA
 from faux.audit.scores.calibration import calibration_statement
@@ -31,34 +33,44 @@ def _excess(effects: dict, limit: float, n: int) -> list[str]:
     return out
 
 
-def gate_reasons(r, rate: float, effects: dict | None = None) -> list[str]:
-    """Why the gate failed (empty: passed or none set)."""
-    st, n_flag = r.st, r.n_flag
+@dataclass(frozen=True)
+class Summary:
+    """summary.json's ``content`` and the gate's reasons (``gate``; empty: passed)."""
+
+    content: dict
+    gate: list
+
+
+def gate_reasons(plan, inputs, scanned, settled, rate: float,
+                 effects: dict | None = None) -> list[str]:
+    """Why the gate failed (empty: passed or none set). ``effects``: the effect verdict's,
+    per attribute (empty or None: the score verdict decides)."""
+    st, n_flag = plan.st, settled.n_flag
     limit = st.max_flagged_rate
-    if r.passes:  # the effect verdict: --max-flagged-rate and --max-excess-flags gate
+    if effects:  # the effect verdict: --max-flagged-rate and --max-excess-flags gate
         out = []
         if limit is not None and rate > limit:
             out.append(f"flagged rate {rate:.4%} exceeds {limit:.4%}: {n_flag:,} rows flagged "
-                       f"by the effect verdict for {r.c_cols[0]}")
-        if st.max_excess_flags is not None and effects:
-            out += _excess(effects, st.max_excess_flags, r.sc.n_rows)
+                       f"by the effect verdict for {inputs.c_cols[0]}")
+        if st.max_excess_flags is not None:
+            out += _excess(effects, st.max_excess_flags, scanned.sc.n_rows)
         return out
     elif st.fail_above is not None:
         allowed = limit if limit is not None else 0.0
         if rate > allowed:
             return [f"{n_flag} rows ({rate:.4%}) score above {st.fail_above} with "
-                    f"{r.primary}; allowed rate {allowed:.4%}"]
+                    f"{plan.primary}; allowed rate {allowed:.4%}"]
     elif limit is not None and rate > limit:
-        return [f"flagged rate {rate:.4%} exceeds {limit:.4%} (threshold {r.thr})"]
+        return [f"flagged rate {rate:.4%} exceeds {limit:.4%} (threshold {settled.thr})"]
     return []
 
 
-def _settings(r) -> dict:
-    st, eff = r.st, r.eff
-    return {"methods": r.methods, "primary": r.primary, "threshold": r.thr,
+def _settings(plan, inputs, scanned, settled) -> dict:
+    st, eff = plan.st, inputs.eff
+    return {"methods": list(plan.methods), "primary": plan.primary, "threshold": settled.thr,
             "fail_above": st.fail_above, "max_flagged_rate": st.max_flagged_rate,
             "max_excess_flags": st.max_excess_flags,
-            "sample": int(len(r.sc.sample_rows)), "batch_size": int(st.batch_size),
+            "sample": int(len(scanned.sc.sample_rows)), "batch_size": int(st.batch_size),
             "seed": st.seed, "aux": st.aux, "verdict": st.verdict,
             "decision_threshold": eff.decision_threshold, "materiality": eff.materiality,
             "steps": eff.steps, "support_margin": eff.support_margin,
@@ -68,81 +80,96 @@ def _settings(r) -> dict:
             "faux_ng_reading": "sample (per-row unit vectors)"}
 
 
-def _scoring(r) -> dict:
-    sc, target = r.sc, r.target
+def _scoring(plan, inputs, scanned, fitted, tally) -> dict:
+    sc, target, scorer = scanned.sc, inputs.target, fitted.scorer
     k = 1 if sc.protected.kind != "categorical" else len(sc.protected.levels)
-    return {"mode": target.scoring_mode, "device": str(r.scorer.device),
-            "fd_step_std": None if target.differentiable else r.st.fd_step,
-            "model_calls_per_row": r.scorer.calls_per_row(k, len(r.feats)),
-            "rows_scored": int(r.n_scored),
-            "rows_scored_are": "all" if r.sampled is None else "sample",
-            "seconds": round(r.t_score, 3),
-            "rows_per_s": round(sc.n_rows / max(r.t_score, 1e-9), 1)}
+    return {"mode": target.scoring_mode, "device": str(scorer.device),
+            "fd_step_std": None if target.differentiable else plan.st.fd_step,
+            "model_calls_per_row": scorer.calls_per_row(k, len(inputs.feats)),
+            "rows_scored": int(tally.n_scored),
+            "rows_scored_are": "all" if fitted.sampled is None else "sample",
+            "seconds": round(tally.seconds, 3),
+            "rows_per_s": round(sc.n_rows / max(tally.seconds, 1e-9), 1)}
 
 
-def _user_units(r) -> dict | None:
+def _user_units(inputs) -> dict | None:
     """A Pipeline's continuous features that are an affine function of one of the user's
     columns (``faux.audit.sources.layout.Units``): feature -> that column, the slope and intercept;
     the report and the rows' moves show those features in the user's units."""
-    units = getattr(r.layout, "units", None) if r.layout is not None else None
+    layout = inputs.layout
+    units = getattr(layout, "units", None) if layout is not None else None
     if not units:
         return None
-    return {r.feats[u.column]: {"column": u.name, "slope": u.slope, "intercept": u.intercept}
+    return {inputs.feats[u.column]: {"column": u.name, "slope": u.slope,
+                                     "intercept": u.intercept}
             for u in units}
 
 
-def build(r) -> dict:
-    """summary.json's content; ``r.gate`` the gate's reasons."""
+def _model(inputs) -> dict:
+    target = inputs.target
+    return {"source": target.source, "kind": target.kind,
+            "differentiable": target.differentiable, "task": target.task,
+            "task_from": target.task_from,
+            "output": ("predicted value" if target.regressor else
+                       "probability of the positive class"),
+            "reads_columns": ("by name (its stored feature names)"
+                              if target.feature_names is not None
+                              and inputs.feats == target.feature_names else "in order"),
+            **target.provenance()}
+
+
+def build(plan, inputs, scanned, fitted, scored, settled) -> Summary:
+    """summary.json's content and the gate, from the stages' results (``plan`` and
+    ``inputs``: ``faux.audit.inputs``; the others: ``faux.audit.stages``). The pass's
+    observers finish here: the effect passes, the described rows' values, the outcome
+    counts and the group views."""
     from faux.audit.passes.groups import finish_views
     from faux.audit.passes.outcome_pass import flagged_by_group, flagged_intervals
 
-    st, sc, n = r.st, r.sc, r.sc.n_rows
-    rate = r.n_flag / n
-    effects = {ps.name: ps.finish(n) for ps in r.passes}
-    r.row_values.attach(effects)
-    outcomes, performance = r.outcome.finish()
-    flagged_by_group(r.per_group)
-    r.gate = gate_reasons(r, rate, effects)
-    groups = finish_views(r.views, sc, r.z_sample, r.feature_of, r.methods, n_rows=n,
-                          alpha=st.alpha, seed=st.seed, primary_threshold=r.thr,
-                          effect_views=set(effects))
+    st, sc, n = plan.st, scanned.sc, scanned.sc.n_rows
+    tally, target = scored.tally, inputs.target
+    rate = settled.n_flag / n
+    effects = {ps.name: ps.finish(n) for ps in fitted.passes}
+    scored.row_values.attach(effects)
+    outcomes, performance = scored.outcome.finish()
+    gate = gate_reasons(plan, inputs, scanned, settled, rate, effects)
+    groups = finish_views(fitted.views, sc, scanned.z_sample, scanned.feature_of,
+                          plan.methods, n_rows=n, alpha=st.alpha, seed=st.seed,
+                          primary_threshold=settled.thr, effect_views=set(effects))
     flagged_intervals(groups)
-    return {
-        "schema_version": SUMMARY_SCHEMA, "name": r.name,
-        "model": {"source": r.target.source, "kind": r.target.kind,
-                  "differentiable": r.target.differentiable, "task": r.target.task,
-                  "task_from": r.target.task_from,
-                  "output": ("predicted value" if r.target.regressor else
-                             "probability of the positive class"),
-                  "reads_columns": ("by name (its stored feature names)"
-                                    if r.target.feature_names is not None
-                                    and r.feats == r.target.feature_names else "in order"),
-                  **r.target.provenance()},
-        "data": {"rows": n, "features": r.feats, "protected": r.c_cols[0], "label": r.y_col,
-                 "user_units": _user_units(r)},
+    content = {
+        "schema_version": SUMMARY_SCHEMA, "name": inputs.name, "model": _model(inputs),
+        "data": {"rows": n, "features": inputs.feats, "protected": inputs.c_cols[0],
+                 "label": inputs.y_col, "user_units": _user_units(inputs)},
         "protected": {"kind": sc.protected.kind,
                       "levels": [str(v) for v in sc.protected.levels],
                       "counts": sc.protected.counts},
-        "settings": _settings(r), "scoring": _scoring(r), "aux_quality": r.quality,
-        "flagged": {"count": int(r.n_flag), "rate": rate, "by_group": r.per_group},
+        "settings": _settings(plan, inputs, scanned, settled),
+        "scoring": _scoring(plan, inputs, scanned, fitted, tally),
+        "aux_quality": fitted.quality,
+        "flagged": {"count": int(settled.n_flag), "rate": rate,
+                    "by_group": flagged_by_group(settled.per_group)},
         "calibration": calibration_statement(
-            r.rule, st.alpha, st.null_permutations, r.null, r.methods, r.thresholds, r.n_scored,
-            r.above[r.primary] if r.passes else r.n_flag, st.fdr, st.verdict),
-        "verdict": verdict_summary(st.verdict, r.eff, effects, r.passes, n_rows=n,
-                                   primary=r.primary),
+            plan.rule, st.alpha, st.null_permutations, fitted.null, plan.methods,
+            settled.thresholds, tally.n_scored,
+            settled.above[plan.primary] if fitted.passes else settled.n_flag, st.fdr,
+            st.verdict),
+        "verdict": verdict_summary(st.verdict, inputs.eff, effects, fitted.passes, n_rows=n,
+                                   primary=plan.primary),
         "effects": effects,
-        "thresholds": {m: {"threshold": t, "rows_above": int(r.above[m]),
-                           "rate_above": r.above[m] / max(r.n_scored, 1)}
-                       for m, t in r.thresholds.items()},
+        "thresholds": {m: {"threshold": t, "rows_above": int(settled.above[m]),
+                           "rate_above": settled.above[m] / max(tally.n_scored, 1)}
+                       for m, t in settled.thresholds.items()},
         "top_features": [{"feature": f, "importance": float(v)}
-                         for f, v in list(r.ranking.items())[:10]],
-        "gate": {"passed": not r.gate, "reasons": r.gate, "exit_code": 0 if not r.gate else 1},
+                         for f, v in list(fitted.ranking.items())[:10]],
+        "gate": {"passed": not gate, "reasons": gate, "exit_code": 0 if not gate else 1},
         "groups": groups, "outcomes": outcomes, "performance": performance,
-        "provenance": provenance(r.raw_source, r.target.provenance(), st.model_version),
-        "missing": None if r.missing is None else r.missing.summary(n),
-        "seconds_total": round(time.perf_counter() - r.t_start, 3),
-        "baselines": r.baselines,
+        "provenance": provenance(inputs.raw_source, target.provenance(), st.model_version),
+        "missing": None if scanned.missing is None else scanned.missing.summary(n),
+        "seconds_total": round(time.perf_counter() - plan.t_start, 3),
+        "baselines": settled.baselines,
     }
+    return Summary(content=content, gate=gate)
 
 
 def result_warnings(summary: dict, encoded: bool = False) -> list[str]:

@@ -14,8 +14,10 @@ import importlib
 #: name -> the module of this package that defines it
 _WHERE = {
     "Scorer": "scoring",
+    "GradientMemo": "scoring",
     "train_aux_family": "aux",
     "null_scores": "calibration",
+    "NullSettings": "calibration",
     "null_quantile": "calibration",
     "feature_ranking": "ranking",
     "sample_baselines": "baselines",

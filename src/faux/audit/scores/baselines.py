@@ -115,24 +115,22 @@ def compare(primary_name: str, primary: np.ndarray, flagged: np.ndarray,
     return out
 
 
-def sample_baselines(target, aux_z, sc, primary: str, primary_scores: np.ndarray,
-                     threshold: float, *, fd_step: float, batch_size: int, seed: int = 0
-                     ) -> dict:
+def sample_baselines(scorer, aux_z, sc, primary_scores: np.ndarray, threshold: float, *,
+                     seed: int = 0) -> dict:
     """The baselines on the audit's sample ``sc`` (``faux.audit.sources.data.Scan``), whose rows
-    score ``primary_scores`` with the primary method: FTA scored there (a row's score does not
-    depend on its batch), the kNN consistency of the model's predicted labels, and their
-    comparison with the primary score (``compare``)."""
-    from faux.audit.scores.scoring import Scorer
-
+    score ``primary_scores`` with the primary method (``scorer``'s first, under the aux
+    ``aux_z``): FTA scored there by a scorer like ``scorer`` (a row's score does not depend
+    on its batch), the kNN consistency of the model's predicted labels, and their comparison
+    with the primary score (``compare``)."""
+    target, primary, batch_size = scorer.target, scorer.methods[0], scorer.batch_size
     x, scores = sc.x, {primary: np.asarray(primary_scores)}
     if len(x) > MAX_ROWS:
         keep = np.sort(np.random.default_rng([seed, 2]).choice(len(x), MAX_ROWS,
                                                                replace=False))
         x, scores[primary] = x[keep], scores[primary][keep]
     if primary != FTA:
-        scorer = Scorer(target, aux_z, sc.mean, sc.scale, [FTA], fd_step=fd_step,
-                        batch_size=batch_size)
-        scores[FTA] = np.concatenate([scorer.score(x[s:s + batch_size])[FTA]
+        fta = scorer.like(aux_z, [FTA])
+        scores[FTA] = np.concatenate([fta.score(x[s:s + batch_size])[FTA]
                                       for s in range(0, len(x), batch_size)])
     # a classifier's predicted label; a regressor's predicted value (it has no label)
     out = target.proba(x)

@@ -7,6 +7,7 @@ as Lightning's ``SystemExit``, which the caller turns into one)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,30 +23,41 @@ def bh_cut(hist: np.ndarray, n: int, alpha: float) -> int:
     return int(ok[-1]) if ok.size else -1
 
 
-def null_scores(target, aux_z, sc, z_sample, methods, *, aux, aux_width, aux_depth,
-                 aux_epochs, n_perm, seed, fd_step, batch_size, bar, nets=None) -> dict:
-    """Every method's scores of the sample rows under ``n_perm`` aux models trained, as the
-    aux was, on a random permutation of the protected attribute (which breaks its link to
-    the features). A null aux's logit has no unit of its own, so at every row it is
-    steepened to the aux's gradient norm there (``Steepened``): a score that divides by the
-    aux's gradient (fAux) then compares only the direction the aux found with directions
-    noise led to; scale-free scores (fAux+NG) are unchanged. ``nets``: the null aux models
-    when they are already trained (on ``null_targets``' permutations, together with the
-    view's other aux models), else they are trained here."""
-    from faux.audit.scores.aux import Steepened
-    from faux.audit.scores.scoring import Scorer
+@dataclass(frozen=True)
+class NullSettings:
+    """How an audit's null aux models are trained: as its aux models are (``aux``,
+    ``aux_width``, ``aux_depth``, ``aux_epochs``), ``n_perm`` of them, on the permutations
+    of the protected attribute that ``seed`` draws (``null_targets``)."""
 
+    aux: str
+    aux_width: int
+    aux_depth: int
+    aux_epochs: int
+    n_perm: int
+    seed: int
+
+
+def null_scores(scorer, aux_z, sc, z_sample, null: NullSettings, bar, nets=None) -> dict:
+    """Every method's scores of the sample rows under ``null.n_perm`` aux models trained, as
+    the aux was, on a random permutation of the protected attribute (which breaks its link to
+    the features), by scorers like ``scorer`` (the aux ``aux_z``'s: its model, methods,
+    standardisation, step, batches and gradient memo). A null aux's logit has no unit of its
+    own, so at every row it is steepened to the aux's gradient norm there (``Steepened``): a
+    score that divides by the aux's gradient (fAux) then compares only the direction the aux
+    found with directions noise led to; scale-free scores (fAux+NG) are unchanged. ``nets``:
+    the null aux models when they are already trained (on ``null_targets``' permutations,
+    together with the view's other aux models), else they are trained here."""
+    from faux.audit.scores.aux import Steepened
+
+    methods, batch_size = scorer.methods, scorer.batch_size
     pooled: dict[str, list] = {m: [] for m in methods}
-    advance = bar.start("null models", n_perm * len(sc.x))
+    advance = bar.start("null models", null.n_perm * len(sc.x))
     if nets is None:
-        nets = list(null_auxes(z_sample, sc.c, sc.protected, sc.y, aux=aux,
-                               aux_width=aux_width, aux_depth=aux_depth,
-                               aux_epochs=aux_epochs, n_perm=n_perm, seed=seed))
+        nets = list(null_auxes(z_sample, sc.c, sc.protected, sc.y, null))
     for net in nets:
-        scorer = Scorer(target, Steepened(net, aux_z), sc.mean, sc.scale, methods,
-                        fd_step=fd_step, batch_size=batch_size)
+        steep = scorer.like(Steepened(net, aux_z))
         for s in range(0, len(sc.x), batch_size):
-            out = scorer.score(sc.x[s:s + batch_size])
+            out = steep.score(sc.x[s:s + batch_size])
             for m in methods:
                 pooled[m].append(out[m])
             advance(len(out[methods[0]]))
@@ -63,14 +75,15 @@ def null_targets(c, n_perm: int, seed: int) -> list:
             for p in range(n_perm)]
 
 
-def null_auxes(z_sample, c, info, y, *, aux, aux_width, aux_depth, aux_epochs, n_perm, seed):
-    """The ``n_perm`` aux models trained, as the aux was, on random permutations of the
+def null_auxes(z_sample, c, info, y, null: NullSettings):
+    """The ``null.n_perm`` aux models trained, as the aux was, on random permutations of the
     protected attribute ``c`` (the same ones whatever uses them), trained together
     (``train_aux_family``)."""
     from faux.audit.scores.aux import train_aux_family
 
-    for net, _ in train_aux_family(z_sample, null_targets(c, n_perm, seed), info, y, kind=aux,
-                                   width=aux_width, depth=aux_depth, epochs=aux_epochs):
+    for net, _ in train_aux_family(z_sample, null_targets(c, null.n_perm, null.seed), info, y,
+                                   kind=null.aux, width=null.aux_width, depth=null.aux_depth,
+                                   epochs=null.aux_epochs):
         yield net
 
 

@@ -27,9 +27,12 @@ attributes of the registered methods (``faux.methods.protocol.Base``: ``audit_th
 
 The central-difference gradient of a black box depends on the model, the rows, the step and
 the standardisation only, not on the aux model: an audit scores its sample rows under the
-aux, its null models, its other seeds and FTA, all with one gradient. ``FD_MEMO`` keeps the
-last ``FD_MEMO_ENTRIES`` gradients per model, keyed by a digest of the standardised rows (a
-hit returns the very numbers a new computation would).
+aux, its null models, its other seeds and FTA, all with one gradient. A ``GradientMemo`` keeps
+the last ``FD_MEMO_ENTRIES`` gradients per model, keyed by a digest of the standardised rows
+(a hit returns the very numbers a new computation would). It belongs to one audit: the
+audit's first ``Scorer`` makes it, and the scorers made from that one (``Scorer.like``: the
+null models', the other seeds' and views', the baselines') share it; nothing of it outlives
+the audit.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ BLACK_BOX = ("pinv_directions", *FD_GRADIENT)
 FD_MEMO_ENTRIES = 4  # gradients kept per model (the sample's batches, the pass's batch)
 
 
-class _GradientMemo:
+class GradientMemo:
     """Per model (by identity, held weakly), its last ``FD_MEMO_ENTRIES`` finite-difference
     gradients, keyed by a digest of the standardised rows, the standardisation and the step."""
 
@@ -99,12 +102,10 @@ class _GradientMemo:
         self._by_model.clear()
 
 
-FD_MEMO = _GradientMemo()
-
-
 def score_rows(scorer: Scorer, x: np.ndarray, batch_size: int) -> dict[str, np.ndarray]:
     """Every method's scores of rows ``x`` in batches of ``batch_size`` (the batches the
-    audit's other scorers of the sample use, so that ``FD_MEMO`` serves their gradients)."""
+    audit's other scorers of the sample use, so that their shared ``GradientMemo`` serves
+    their gradients)."""
     parts = [scorer.score(x[s:s + batch_size]) for s in range(0, len(x), batch_size)]
     return {m: np.concatenate([p[m] for p in parts]) for m in scorer.methods}
 
@@ -120,10 +121,13 @@ def check_methods_for(target: TargetModel, methods) -> None:
 
 
 class Scorer:
-    """Scores and per-feature contributions of batches of raw rows ``x`` (numpy (m, d))."""
+    """Scores and per-feature contributions of batches of raw rows ``x`` (numpy (m, d)).
+    ``memo``: the black box's finite-difference gradients already computed (a
+    ``GradientMemo``, shared by the scorers of one audit; None: a new one of its own)."""
 
     def __init__(self, target: TargetModel, aux_z: nn.Module, mean, scale, methods, *,
-                 fd_step: float = 0.1, batch_size: int = DEFAULT_BATCH_SIZE):
+                 fd_step: float = 0.1, batch_size: int = DEFAULT_BATCH_SIZE,
+                 memo: GradientMemo | None = None):
         check_methods_for(target, methods)
         if not fd_step > 0:
             raise ConfigError(f"fd_step must be positive, got {fd_step}")
@@ -138,6 +142,7 @@ class Scorer:
                                   f"{kind.black_box!r}; one of {', '.join(BLACK_BOX)}")
         self.h = float(fd_step)
         self.batch_size = int(batch_size)
+        self.memo = GradientMemo() if memo is None else memo
         self.target_z = (Unstandardised(target.module, self.mean, self.scale)
                          if target.differentiable else None)
         # torch models are scored on the GPU when there is one (black boxes stay on the CPU)
@@ -165,6 +170,13 @@ class Scorer:
                 if hasattr(fitted, "memo"):
                     fitted.memo = self._memo
 
+    def like(self, aux_z: nn.Module, methods=None) -> Scorer:
+        """A scorer of the same model, standardisation, step and batch size under another
+        aux model (of ``methods``, else this one's), sharing this one's gradient memo."""
+        return Scorer(self.target, aux_z, self.mean, self.scale,
+                      self.methods if methods is None else methods, fd_step=self.h,
+                      batch_size=self.batch_size, memo=self.memo)
+
     # ------------------------------------------------------------------ helpers
     def z_of(self, x: np.ndarray) -> torch.Tensor:
         z = torch.as_tensor((x - self.mean) / self.scale, dtype=torch.float32)
@@ -184,13 +196,13 @@ class Scorer:
 
     def fd_gradient(self, z: torch.Tensor) -> torch.Tensor:
         """Central-difference gradient of the probability, (m, d): 2 d calls per row, none
-        when the model's gradient at these rows is in ``FD_MEMO``."""
+        when the model's gradient at these rows is in the memo."""
         zn = z.double().numpy()
-        key = FD_MEMO.key(zn, self.mean, self.scale, self.h)
-        g = FD_MEMO.get(self.target, key)
+        key = self.memo.key(zn, self.mean, self.scale, self.h)
+        g = self.memo.get(self.target, key)
         if g is None:
             g = self._fd_gradient(zn)
-            FD_MEMO.put(self.target, key, g)
+            self.memo.put(self.target, key, g)
         return g.clone()
 
     def _fd_gradient(self, zn: np.ndarray) -> torch.Tensor:
