@@ -2,6 +2,7 @@
 weakens a result is a ``FauxAuditWarning`` listed by the result, and ``AuditResult.save``
 writes what the CLI writes under the same rules for the output folder."""
 
+import dataclasses
 import inspect
 import json
 import pydoc
@@ -35,37 +36,47 @@ KW = dict(aux_epochs=2, aux_seeds=2, null_permutations=2, progress=False)
 
 
 def test_help_documents_every_parameter_in_a_parameters_section():
+    from faux.audit.settings import AuditSettings
+
     text = pydoc.render_doc(faux.audit, renderer=pydoc.plaintext)
     section = text.split("Parameters\n")[1].split("Returns\n")[0]
-    params = list(inspect.signature(audit).parameters)
+    params = [p for p in inspect.signature(audit).parameters if p != "overrides"]
+    params += AuditSettings.names()
     assert len(params) >= 40
     missing = [p for p in params if f"    {p} :" not in section]
     assert not missing, missing
+    assert "    **overrides\n" in section
     assert faux.FauxAuditWarning is faux.audit.FauxAuditWarning
     assert issubclass(faux.FauxAuditWarning, UserWarning)
 
 
 def test_help_opens_with_the_signature_and_the_parameters_as_values():
     """``help(faux.audit)`` (the callable package) starts with the call: its signature with
-    the defaults' values, then every parameter, each default written as its value and equal
-    to the signature's (a constant's name is not a value)."""
+    the defaults' values, then every parameter and setting, each default written as its
+    value and equal to the signature's or AuditSettings' (a constant's name is not a
+    value)."""
+    from faux.audit.audit_doc import shown_default
+    from faux.audit.settings import AuditSettings
+
     lines = pydoc.render_doc(faux.audit, renderer=pydoc.plaintext).splitlines()
     assert lines[5].strip() == "DESCRIPTION"
     assert lines[6].strip().startswith("faux.audit(model, X=None, c=None, *, data=None")
-    sig = "\n".join(lines[6:25])
-    assert "counterfactual='transport'" in sig and "model_version=None) -> AuditResult" in sig
+    sig = "\n".join(lines[6:9])
+    assert "settings=None,\n" in sig or "settings=None, " in sig
+    assert "**overrides) -> AuditResult" in sig
     start = next(i for i, line in enumerate(lines) if line.strip() == "Parameters")
     assert start < 40
     section = "\n".join(lines[start:next(i for i, line in enumerate(lines)
                                          if line.strip() == "Returns")])
-    defaults = {k: p.default for k, p in inspect.signature(audit).parameters.items()}
+    defaults = {k: repr(p.default) for k, p in inspect.signature(audit).parameters.items()}
+    defaults.update({f.name: repr(shown_default(f)) for f in dataclasses.fields(AuditSettings)})
     said = dict(re.findall(r"^    (\w+) : .*, default (.+)$", section, flags=re.M))
-    assert len(said) >= 25
-    wrong = {k: v for k, v in said.items() if v != repr(defaults[k])}
+    assert len(said) >= 30
+    wrong = {k: v for k, v in said.items() if v != defaults[k]}
     assert not wrong, wrong
     constants = set(re.findall(r"\b[A-Z][A-Z_]{3,}\b", section)) - {"ONNX"}
     assert not constants, f"constants named, not their values: {constants}"
-    assert "default ['faux_ng', 'faux']" in section.replace("\n   ", "")
+    assert "methods : list of str, default ('faux_ng', 'faux')" in section
 
 
 def test_an_aux_near_chance_is_a_warning_listed_by_the_result():
@@ -169,26 +180,17 @@ def test_save_keeps_the_out_folder_rules(in_memory, tmp_path):
 
 
 def test_the_settings_defaults_are_written_once():
-    """audit()'s keyword defaults and the CLI's flag defaults are AuditSettings' fields."""
-    from faux.audit.cli import build_parser
+    """audit()'s settings and the CLI's flag defaults are AuditSettings' fields."""
+    from faux.audit.cli import build_parser, settings_of
     from faux.audit.settings import DEFAULTS, AuditSettings
 
-    sig = inspect.signature(audit).parameters
-    for name in AuditSettings.names():
-        assert sig[name].default == getattr(DEFAULTS, name), name
+    assert not set(inspect.signature(audit).parameters) & set(AuditSettings.names())
     args = build_parser().parse_args(["audit", "--model", "m", "--data", "d", "--protected",
                                       "s"])
-    flags = {"alpha", "null_permutations", "verdict", "decision_threshold", "materiality",
-             "steps", "threshold", "fail_above", "max_flagged_rate", "aux", "aux_seeds",
-             "min_cell", "sample", "batch_size", "aux_epochs", "fd_step", "seed", "task",
-             "positive_label"}
-    for name in flags:
-        assert getattr(args, name) == getattr(DEFAULTS, name), name
-    assert args.protected_type == [DEFAULTS.protected_type]
-    assert (not args.no_exact) == DEFAULTS.exact and args.fdr == DEFAULTS.fdr
-    assert (not args.no_intersection) == DEFAULTS.intersection
+    assert settings_of(args) == DEFAULTS
+    assert args.protected_type == DEFAULTS.protected_type
+    assert args.exact is DEFAULTS.exact and args.fdr is DEFAULTS.fdr
+    assert args.intersection is DEFAULTS.intersection and args.progress is None
     assert args.force == DEFAULTS.force and args.trust_pickle == DEFAULTS.trust_pickle
-    import dataclasses
-
     with pytest.raises(dataclasses.FrozenInstanceError):
         DEFAULTS.aux = "adel"

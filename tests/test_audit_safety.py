@@ -19,6 +19,7 @@ import torch
 
 import faux
 import faux.audit.core as core
+import faux.audit.inputs
 import faux.audit.stages as stages
 from faux.audit.cli import EXIT_GATE, EXIT_INPUT, EXIT_OK, build_parser, main
 from faux.errors import ConfigError
@@ -94,7 +95,7 @@ def no_scan(monkeypatch):
 @pytest.fixture
 def no_work(no_scan, monkeypatch):
     """Fail loudly if the audit even opens the data file (to read its header)."""
-    monkeypatch.setattr(stages, "open_source", _boom)
+    monkeypatch.setattr(faux.audit.inputs, "open_source", _boom)
 
 
 # --------------------------------------------------------------------------- --out ownership

@@ -120,56 +120,46 @@ def test_the_composed_reading_fraction_is_the_schemas_default_unless_a_reading_s
 
 # ----------------------------------------------------------------------------- the audit
 def test_the_audit_keywords_default_to_audit_settings():
+    """The audit takes its settings as keywords (``**overrides``) or ``settings=``; none is a
+    parameter of its own with a default of its own."""
     from faux.audit.core import audit
-    from faux.audit.settings import AuditSettings
+    from faux.audit.settings import AuditSettings, from_keywords
 
-    code = _keyword_defaults(audit)
-    for f in dataclasses.fields(AuditSettings):
-        assert code[f.name] == _field_default(AuditSettings, f.name), f.name
-
-
-#: CLI flag dest -> AuditSettings field, where the names differ (the --no-* flags invert)
-_FLAG_FIELD = {"trust_type": "trusted_types", "no_intersection": "intersection",
-               "no_exact": "exact", "no_progress": "progress"}
+    params = inspect.signature(audit).parameters
+    assert not set(params) & set(AuditSettings.names())
+    assert params["overrides"].kind is inspect.Parameter.VAR_KEYWORD
+    assert params["settings"].default is None
+    assert from_keywords(None, {}) == AuditSettings().resolved()
 
 
 def test_the_cli_defaults_are_audit_settings():
-    from faux.audit.cli import build_parser
-    from faux.audit.scores.methods import default_methods
-    from faux.audit.settings import DEFAULTS
+    """Each settings flag lands on its field's name with its field's default, so the
+    settings of a command line that sets none are ``AuditSettings()``."""
+    from faux.audit.cli import build_parser, settings_of
+    from faux.audit.settings import DEFAULTS, AuditSettings
 
     args = build_parser().parse_args(["audit", "--model", "m", "--data", "d",
                                       "--protected", "c"])
     given = {"model", "data", "protected", "label", "features", "out", "command", "parser_of"}
-    for dest, value in vars(args).items():
-        if dest in given:
-            continue
-        field = _FLAG_FIELD.get(dest, dest)
-        want = getattr(DEFAULTS, field)
-        if dest.startswith("no_"):          # the flag off: the setting's default (on, or auto)
-            assert value is False and want in (True, None), dest
-        elif field == "methods":
-            assert value == list(default_methods())
-        elif field == "protected_type":
-            assert value == [want]
-        elif field in ("trusted_types", "hold"):  # lists on the command line
-            assert tuple(value) == want
-        else:
-            assert value == want, dest
+    flagged = {f.name for f in dataclasses.fields(AuditSettings) if f.metadata["flag"]}
+    assert set(vars(args)) - given == flagged
+    for name in flagged:
+        assert getattr(args, name) == getattr(DEFAULTS, name), name
+    assert settings_of(args) == DEFAULTS
 
 
 def test_the_audit_docstring_defaults_are_audit_settings():
     """``faux.audit.audit``'s docstring says ``name : type, default X`` for each setting:
-    X is AuditSettings' default."""
+    X is AuditSettings' default (for ``methods`` None, the default methods it stands for)."""
+    from faux.audit.audit_doc import shown_default
     from faux.audit.core import audit
-    from faux.audit.settings import DEFAULTS
+    from faux.audit.settings import AuditSettings
 
+    fields = {f.name: f for f in dataclasses.fields(AuditSettings)}
     said = dict(re.findall(r"^ *(\w+) : [^\n]*?, default ([^\n]+)$", audit.__doc__, re.M))
-    assert len(said) >= 20
+    assert len(said) >= 30 and set(said) <= set(fields)
     for name, text in said.items():
-        want = getattr(DEFAULTS, name)
-        shown = {repr(want), str(want), f'"{want}"'}
-        assert text.strip() in shown, (name, text, want)
+        assert text.strip() == repr(shown_default(fields[name])), (name, text)
 
 
 @pytest.mark.parametrize("flag", ["--alpha", "--null-permutations", "--aux-seeds", "--min-cell",

@@ -52,46 +52,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {msg}; see {self.prog} --help\n")
 
 
-def _positive_int(v: str) -> int:
-    try:
-        n = int(v)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {v!r}")
-    return n
-
-
-def _nonneg_float(v: str) -> float:
-    try:
-        x = float(v)
-    except ValueError:
-        x = -1.0
-    if not x >= 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative number, got {v!r}")
-    return x
-
-
-def _number(v: str) -> float:
-    try:
-        return float(v)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {v!r}") from None
-
-
-def _int(v: str) -> int:
-    try:
-        return int(v)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {v!r}") from None
+#: the hand-written inputs' flags, by the name a setting's help gives them (`label`)
+INPUT_FLAGS = {"model": "--model", "data": "--data", "protected": "--protected",
+               "label": "--label", "features": "--features", "out_dir": "--out"}
 
 
 def _add_inputs(a) -> None:
-    """The model, the data, the outputs and what may be loaded."""
-    from faux.audit.loaders.task import TASKS
-    from faux.audit.scores.methods import audit_methods, default_methods
-    from faux.audit.settings import DEFAULTS as D
-
+    """The model, the data and the outputs: the arguments that are not settings."""
     a.add_argument("--model", required=True, metavar="PATH",
                    help="the model under test: TorchScript (.pt, torch.jit.save), "
                    "torch.export (.pt2), scikit-learn/LightGBM via skops (.skops), ONNX (.onnx), "
@@ -100,12 +67,6 @@ def _add_inputs(a) -> None:
                    "regressor, a predicted value (see --task); a model that stores the names "
                    "of the columns it was fitted on reads them by name, any other the "
                    "feature columns in the given order")
-    a.add_argument("--task", choices=TASKS, default=D.task,
-                   help="what the model's output is: auto reads it from the model "
-                   "(scikit-learn's is_classifier/is_regressor, a LightGBM objective, an ONNX "
-                   "model's class outputs; a torch model returns a classifier's logits); "
-                   "regression audits the predicted value itself, flagging a row when it "
-                   f"moves by at least --materiality, in the output's units (default {D.task})")
     a.add_argument("--data", required=True, metavar="PATH",
                    help="CSV or Parquet file, one row per individual, read in batches")
     a.add_argument("--protected", required=True, nargs="+", metavar="COLUMN",
@@ -115,12 +76,6 @@ def _add_inputs(a) -> None:
                    "ones also their intersection (see --min-cell)")
     a.add_argument("--label", metavar="COLUMN", default=None,
                    help="column of the true label (not a model input; needed by --aux adel)")
-    a.add_argument("--positive-label", metavar="VALUE", default=D.positive_label,
-                   help="the --label value that is the positive class (the model's "
-                   "probability is of it) for the outcome metrics (default: 1 for a 0/1 or "
-                   "true/false label; otherwise the model's classes_[1], what its "
-                   "predict_proba column 1 means, when it has classes_ matching the label's "
-                   "values; else the audit asks for it)")
     a.add_argument("--features", nargs="+", metavar="COLUMN", default=None,
                    help="the model's input columns, in the model's order (default: every "
                    "column except --protected and --label; for a model that stores the names "
@@ -130,160 +85,92 @@ def _add_inputs(a) -> None:
                    help="output folder (default outputs/audit/<data file name>): new, empty, "
                    "or an earlier audit's output, whose files are replaced only once the "
                    "audit completes (see 'where it writes' below)")
-    a.add_argument("--force", action="store_true",
-                   help="write into an --out folder that holds other files, beside them "
-                   "(they are never replaced, renamed or deleted)")
-    torch_only = sorted(set(audit_methods()) - set(audit_methods(differentiable=False)))
-    a.add_argument("--methods", nargs="+", default=list(default_methods()),
-                   choices=audit_methods(),
-                   help=f"scorers, one score column each (default: {' '.join(default_methods())});"
-                   " the first decides who is flagged"
-                   + (f". {' and '.join(torch_only)} need{'s' if len(torch_only) == 1 else ''}"
-                      " a torch model" if torch_only else ""))
-    a.add_argument("--model-version", metavar="TEXT", default=D.model_version,
-                   help="the model's own version (a version number, a commit, a registry "
-                   "tag), recorded in summary.json's provenance and shown in the report")
-    a.add_argument("--trust-pickle", action="store_true",
-                   help="allow pickle/joblib/torch.save model files: loading them runs code "
-                   "from the file, so only for files you trust")
-    a.add_argument("--trust-type", action="append", default=[], metavar="TYPE",
-                   help="a type a .skops file may instantiate beyond skops' default trust list "
-                   "(e.g. lightgbm.sklearn.LGBMClassifier); repeat for each type")
 
 
-def _add_verdict(a) -> None:
-    """What flags a row: the verdict, the thresholds and the gates."""
-    from faux.audit.scores.methods import thresholds_text
-    from faux.audit.settings import COUNTERFACTUALS
-    from faux.audit.settings import DEFAULTS as D
-    from faux.audit.verdict.rule import VERDICTS
+class _Values(argparse.Action):
+    """``nargs="+"``: the values as a tuple; for a setting whose default is one string
+    (``--protected-type``), one value as that string."""
 
-    a.add_argument("--alpha", type=float, default=D.alpha, metavar="A",
-                   help="calibrated thresholds (the default rule): flag a row when its "
-                   "first-method score exceeds the (1 - A) quantile of the scores under aux "
-                   "models trained on a randomly permuted protected attribute, so that about "
-                   f"A x rows are flagged for a model that ignores it (default {D.alpha:g}; "
-                   "above 0 and below 1)")
-    a.add_argument("--null-permutations", type=int, default=D.null_permutations, metavar="N",
-                   help="aux models trained on a permuted protected attribute for the null "
-                   f"distribution, each scoring the --sample rows (default {D.null_permutations})")
-    a.add_argument("--fdr", action="store_true",
-                   help="flag by Benjamini-Hochberg over the rows at false discovery rate "
-                   "--alpha (p-values from the null scores) instead of the null quantile")
-    a.add_argument("--no-exact", action="store_true",
-                   help="score a scikit-learn linear model, MLP or scaler pipeline as a black "
-                   "box (finite differences) instead of by autograd through its checked torch "
-                   "conversion")
-    a.add_argument("--verdict", choices=VERDICTS, default=D.verdict,
-                   help="what flags a row: 'effect', its decision changes at its "
-                   "counterfactual under every aux model; 'score', the first method's score "
-                   f"above its threshold (the audit's earlier rule) (default {D.verdict})")
-    a.add_argument("--counterfactual", choices=COUNTERFACTUALS, default=D.counterfactual,
-                   help="how each row's counterfactual is built for the effect verdict: "
-                   "'transport', what the protected attribute does not change held fixed and "
-                   "the rest carried to the other group keeping the person's rank; 'aux', "
-                   "what the aux models read the attribute from moved to the other group's "
-                   f"values (default {D.counterfactual})")
-    a.add_argument("--hold", nargs="+", metavar="COLUMN", default=list(D.hold),
-                   help="with --counterfactual transport: feature columns the protected "
-                   "attribute cannot cause, held fixed whatever the data say (default: those "
-                   "whose distribution does not depend on it, by a test)")
-    a.add_argument("--max-excess-flags", type=_number, default=D.max_excess_flags,
-                   metavar="R", help="gate (exit 1): an attribute's flags exceed the upper "
-                   "end of the 95 %% interval of what chance flags (the null transports) by "
-                   "more than this share of the rows; 0 fails on any excess (default: none)")
-    a.add_argument("--direct-only", action="store_true",
-                   help="for a model that reads the protected column itself: flip that column "
-                   "alone (the classic flip test), not what the attribute causes with it")
-    a.add_argument("--null-transports", type=_int, default=D.null_transports, metavar="N",
-                   help="with --counterfactual transport: transports fitted with the "
-                   "attribute permuted, which give the expected false flags and the "
-                   f"model-level test (default {D.null_transports})")
-    a.add_argument("--decision-threshold", type=_number, default=D.decision_threshold,
-                   metavar="T", help="a classifier's decision threshold on its probability, "
-                   f"above 0 and below 1 (default {D.decision_threshold:g})")
-    a.add_argument("--materiality", type=_number, default=D.materiality, metavar="D",
-                   help="flag a row when its probability moves by at least D (in (0, 1], one "
-                   "sign under every aux model) instead of when its decision changes; for a "
-                   "regressor (needed): when its predicted value moves by at least D, in the "
-                   "output's own units")
-    a.add_argument("--steps", type=_int, default=D.steps, metavar="K",
-                   help="first-order steps of the path to each counterfactual (default "
-                   f"{D.steps}; at least 1)")
-    a.add_argument("--threshold", type=_nonneg_float, default=D.threshold, metavar="DELTA",
-                   help="manual score threshold instead of the calibrated one: under "
-                   "--verdict score flag rows whose first-method score exceeds DELTA (other "
-                   f"methods then report rows above {thresholds_text()}); no effect on the "
-                   "exit code")
-    a.add_argument("--fail-above", type=_nonneg_float, default=D.fail_above, metavar="DELTA",
-                   help="gate under --verdict score only: flag rows scoring above DELTA and "
-                   "exit 1 if any row is flagged (or, with --max-flagged-rate, if more than "
-                   "that fraction is)")
-    a.add_argument("--max-flagged-rate", type=float, default=D.max_flagged_rate, metavar="R",
-                   help="gate: exit 1 when the fraction of flagged rows exceeds R (0..1)")
+    def __call__(self, parser, namespace, values, option_string=None):
+        one = len(values) == 1 and isinstance(self.default, str)
+        setattr(namespace, self.dest, values[0] if one else tuple(values))
 
 
-def _add_aux(a) -> None:
-    """The aux models, the views, the sample, the batches and the progress."""
-    from faux.audit.settings import DEFAULTS as D
-    from faux.audit.settings import (
-        ENGINES,
-        FD_SCORES,
-        FD_STEP_LOW_WARN,
-        FD_STEP_MAX,
-        FD_STEP_WARN,
-        PROTECTED_TYPES,
-    )
+class _Append(argparse.Action):
+    """A repeated flag (``--trust-type``): each value added to a tuple."""
 
-    a.add_argument("--aux", choices=["mlp", "adel"], default=D.aux,
-                   help="aux model of the protected attribute: mlp, an MLP, or adel, the Adel "
-                   f"et al. aux kept from reading the label (needs --label) (default {D.aux})")
-    a.add_argument("--protected-type", choices=PROTECTED_TYPES, nargs="+",
-                   default=[D.protected_type], help="how to read the protected column(s), one "
-                   f"type for all or one per --protected column (default {D.protected_type}: "
-                   "auto reads 2 values as binary, "
-                   "up to 20 categorical, more numeric values continuous)")
-    a.add_argument("--aux-seeds", type=int, default=D.aux_seeds, metavar="N",
-                   help="aux models per view, trained with different seeds: under --verdict "
-                   "effect each gives every row a counterfactual and a row is flagged only when "
-                   "they all agree (1 + N model calls per row for a binary attribute); they "
-                   "also score the --sample rows for the intervals over seeds (default "
-                   f"{D.aux_seeds}; at least 1)")
-    a.add_argument("--min-cell", type=int, default=D.min_cell, metavar="N",
-                   help="intersection cells with fewer --sample rows than N are merged into "
-                   f"one cell 'other' (default {D.min_cell}; 0 merges none)")
-    a.add_argument("--no-intersection", action="store_true",
-                   help="no intersection view of several categorical --protected columns")
-    a.add_argument("--sample", type=_positive_int, default=D.sample, metavar="N",
-                   help="rows drawn uniformly to train the aux model (80%%) and measure its "
-                   f"quality (20%%) (default {D.sample})")
-    a.add_argument("--batch-size", type=_positive_int, default=D.batch_size, metavar="N",
-                   help=f"rows read and scored per batch; bounds memory (default {D.batch_size})")
-    a.add_argument("--aux-epochs", type=_positive_int, default=D.aux_epochs, metavar="N",
-                   help="maximum aux training epochs, early stopping on the held-out rows "
-                   f"(default {D.aux_epochs})")
-    a.add_argument("--fd-step", type=float, default=D.fd_step, metavar="H",
-                   help="black-box models: central finite-difference step, in standard "
-                   f"deviations of the features (default {D.fd_step:g}); must be above 0 and at most "
-                   f"{FD_STEP_MAX:g}, with a warning above {FD_STEP_WARN:g} (coarse) or below "
-                   f"{FD_STEP_LOW_WARN:g} (float32 rounding)")
-    a.add_argument("--fd-scores", choices=list(FD_SCORES), default=D.fd_scores,
-                   help="black-box models under --verdict effect: finite-difference scores "
-                   "(diagnostics, 2k + 2d model calls per row) of the --sample rows only "
-                   f"(NaN for the others) or of all rows (default {D.fd_scores})")
-    a.add_argument("--seed", type=int, default=D.seed,
-                   help=f"seed of the sample and the aux model (default {D.seed})")
-    a.add_argument("--no-progress", action="store_true",
-                   help="no progress bar (on a terminal) or lines (elsewhere, every 10 s)")
-    a.add_argument("--engine", choices=ENGINES, default=D.engine,
-                   help="where the rows are scored: local, in this process; ray, by Ray "
-                   "actors, --data then a Parquet file, a folder of them or a glob (quoted), "
-                   "on the cluster at RAY_ADDRESS or else a local Ray with this machine's "
-                   "cores; scores.parquet is then a folder of one file per batch "
-                   f"(default {D.engine})")
-    a.add_argument("--workers", type=_positive_int, default=D.workers, metavar="N",
-                   help="with --engine ray: Ray actors scoring the rows, each with its own "
-                   "copy of the model (default: the cluster's CPUs)")
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, (*getattr(namespace, self.dest), values))
+
+
+def _cli_default(f) -> str:
+    """`` (default X)`` for the help of a setting with a value by default, else nothing."""
+    from faux.audit.audit_doc import shown_default
+
+    v = shown_default(f)
+    if v is None or isinstance(v, bool) or v == ():
+        return ""
+    text = (f"{v:g}" if isinstance(v, float) else " ".join(map(str, v))
+            if isinstance(v, tuple) else str(v))
+    return f" (default {text})"
+
+
+def _flag_of(name: str) -> str:
+    import dataclasses
+
+    from faux.audit.settings import AuditSettings
+
+    if name in INPUT_FLAGS:
+        return INPUT_FLAGS[name]
+    flag = {f.name: f for f in dataclasses.fields(AuditSettings)}[name].metadata["flag"]
+    if flag is None:
+        raise KeyError(f"the setting {name} has no flag to name in the CLI's help")
+    return flag
+
+
+def setting_argument(f) -> tuple[str, dict]:
+    """The flag of the setting ``f`` and its ``add_argument`` keywords, from its metadata:
+    a bool is a switch (``--no-x`` turns it off), ``nargs`` and ``append`` give tuples, and
+    the parsed value lands on the setting's name with the setting's default."""
+    from faux.audit.audit_doc import help_text
+
+    m = f.metadata
+    text = help_text(f, _flag_of)  # a sentence; the CLI's help is a lower-case phrase
+    text = text[0].lower() + text[1:].removesuffix(".") + _cli_default(f)
+    kw = dict(m["cli"], dest=f.name, default=f.default, help=text.replace("%", "%%"))
+    if callable(kw.get("choices")):
+        kw["choices"] = kw["choices"]()
+    if f.type.startswith("bool"):
+        off = m["flag"].startswith("--no-")
+        kw.update(action="store_const", const=not off)
+    elif kw.get("action") == "append":
+        kw["action"] = _Append
+    elif "nargs" in kw:
+        kw["action"] = _Values
+    return m["flag"], kw
+
+
+def _add_settings(a) -> None:
+    """Every setting that has a flag, in ``AuditSettings``' order."""
+    import dataclasses
+
+    from faux.audit.settings import AuditSettings
+
+    for f in dataclasses.fields(AuditSettings):
+        if f.metadata["flag"] is not None:
+            flag, kw = setting_argument(f)
+            a.add_argument(flag, **kw)
+
+
+def settings_of(args):
+    """The ``AuditSettings`` of parsed arguments: each setting that has a flag by its
+    field's name, the others at their defaults."""
+    import dataclasses
+
+    from faux.audit.settings import AuditSettings
+
+    return AuditSettings(**{f.name: getattr(args, f.name)
+                            for f in dataclasses.fields(AuditSettings) if f.metadata["flag"]})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -301,8 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         "scores.parquet, summary.json and a self-contained report.html.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_inputs(a)
-    _add_verdict(a)
-    _add_aux(a)
+    _add_settings(a)
     p.set_defaults(parser_of={"audit": a})
     return p
 
@@ -406,27 +292,7 @@ def _main(argv, settled) -> int:
         protected = args.protected[0] if len(args.protected) == 1 else args.protected
         with _warnings_as_lines():
             res = audit(args.model, data=args.data, protected=protected, label=args.label,
-                        features=args.features, methods=args.methods, aux=args.aux,
-                        aux_epochs=args.aux_epochs, sample=args.sample, batch_size=args.batch_size,
-                        threshold=args.threshold, fail_above=args.fail_above,
-                        max_flagged_rate=args.max_flagged_rate,
-                        protected_type=(args.protected_type[0] if len(args.protected_type) == 1
-                                        else args.protected_type),
-                        fd_step=args.fd_step, fd_scores=args.fd_scores, seed=args.seed,
-                        out_dir=args.out, trust_pickle=args.trust_pickle,
-                        trusted_types=args.trust_type, force=args.force,
-                        progress=False if args.no_progress else None, alpha=args.alpha,
-                        null_permutations=args.null_permutations, fdr=args.fdr,
-                        aux_seeds=args.aux_seeds, min_cell=args.min_cell,
-                        intersection=not args.no_intersection, exact=not args.no_exact,
-                        verdict=args.verdict, decision_threshold=args.decision_threshold,
-                        materiality=args.materiality, steps=args.steps, task=args.task,
-                        positive_label=args.positive_label, counterfactual=args.counterfactual,
-                        hold=args.hold, null_transports=args.null_transports,
-                        direct_only=args.direct_only,
-                        max_excess_flags=args.max_excess_flags,
-                        model_version=args.model_version, engine=args.engine,
-                        workers=args.workers)
+                        features=args.features, out_dir=args.out, settings=settings_of(args))
     except FauxError as err:
         print(f"faux audit: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_INPUT

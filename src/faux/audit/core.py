@@ -20,8 +20,6 @@ behind.
 """
 from __future__ import annotations
 
-import dataclasses
-
 from faux.audit import inputs, stages
 from faux.audit.audit_doc import document
 from faux.audit.interrupts import (  # noqa: F401 (re-exported)
@@ -59,7 +57,6 @@ from faux.audit.report.summary import build as build_summary
 from faux.audit.report.summary import result_warnings as _result_warnings
 from faux.audit.result import AuditResult, FauxAuditWarning, collecting, warn  # noqa: F401
 from faux.audit.result import current as _current_warnings
-from faux.audit.scores.methods import default_methods
 from faux.audit.scores.ranking import feature_groups, feature_ranking  # noqa: F401 (re-exported)
 from faux.audit.settings import (  # noqa: F401 (re-exported)
     ALPHA,
@@ -70,38 +67,16 @@ from faux.audit.settings import (  # noqa: F401 (re-exported)
     NULL_PERMUTATIONS,
     AuditSettings,
     check_fd_step_for,
+    from_keywords,
 )
 
 RULE_MANUAL, RULE_QUANTILE, RULE_BH = "manual threshold", "null quantile", "benjamini-hochberg"
 
 
-@document  # the parameters, returns and raises: faux.audit.audit_doc.REFERENCE
+@document  # the parameters, returns and raises: faux.audit.audit_doc
 def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
           label: str | None = None, features=None, out_dir=None, name: str | None = None,
-          methods=DEFAULTS.methods, aux: str = DEFAULTS.aux,
-          aux_epochs: int = DEFAULTS.aux_epochs, aux_width: int = DEFAULTS.aux_width,
-          aux_depth: int = DEFAULTS.aux_depth, sample: int = DEFAULTS.sample,
-          batch_size: int = DEFAULTS.batch_size, threshold: float | None = DEFAULTS.threshold,
-          fail_above: float | None = DEFAULTS.fail_above,
-          max_flagged_rate: float | None = DEFAULTS.max_flagged_rate,
-          protected_type: str = DEFAULTS.protected_type, fd_step: float = DEFAULTS.fd_step,
-          fd_scores: str = DEFAULTS.fd_scores,
-          seed: int = DEFAULTS.seed, trust_pickle: bool = DEFAULTS.trust_pickle,
-          trusted_types=DEFAULTS.trusted_types, progress: bool | None = DEFAULTS.progress,
-          report: bool = DEFAULTS.report, force: bool = DEFAULTS.force,
-          alpha: float = DEFAULTS.alpha, null_permutations: int = DEFAULTS.null_permutations,
-          fdr: bool = DEFAULTS.fdr, aux_seeds: int = DEFAULTS.aux_seeds,
-          min_cell: int = DEFAULTS.min_cell, intersection: bool = DEFAULTS.intersection,
-          exact: bool = DEFAULTS.exact, verdict: str = DEFAULTS.verdict,
-          decision_threshold: float = DEFAULTS.decision_threshold,
-          materiality: float | None = DEFAULTS.materiality, steps: int = DEFAULTS.steps,
-          support_margin: float = DEFAULTS.support_margin, task: str = DEFAULTS.task,
-          positive_label=DEFAULTS.positive_label, counterfactual: str = DEFAULTS.counterfactual,
-          hold=DEFAULTS.hold, null_transports: int = DEFAULTS.null_transports,
-          direct_only: bool = DEFAULTS.direct_only,
-          max_excess_flags: float | None = DEFAULTS.max_excess_flags,
-          model_version: str | None = DEFAULTS.model_version,
-          engine: str = DEFAULTS.engine, workers: int | None = DEFAULTS.workers) -> AuditResult:
+          settings: AuditSettings | None = None, **overrides) -> AuditResult:
     """Audit ``model`` for individual unfairness with respect to protected attributes.
 
     Every row is scored; by default a row is flagged when the model's decision changes at
@@ -117,11 +92,7 @@ def audit(model, X=None, c=None, *, data=None, protected=None, y=None,
     counterfactuals, a Pipeline audited after its encoders, an unusual ``fd_step``) is
     raised as a ``FauxAuditWarning`` and listed in ``AuditResult.warnings``.
     """
-    given = locals()
-    st = AuditSettings(**{k: given[k] for k in AuditSettings.names()})
-    st = dataclasses.replace(st, methods=tuple(default_methods() if methods is None
-                                               else methods),
-                             hold=tuple(hold) if isinstance(hold, list | tuple) else hold)
+    st = from_keywords(settings, overrides)
     with collecting(), interruptible():
         try:
             return _audit(model, X, c, data=data, protected=protected, y=y, label=label,

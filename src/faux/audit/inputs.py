@@ -108,7 +108,8 @@ def _encodes_itself(model) -> bool:
 def _encoded(model, source, features, exact: bool):
     """A Pipeline that encodes its own (string) columns: the model after its encoders, the
     data as the encoders output them, their column names as the features and their
-    categorical blocks (``faux.audit.loaders.encoders``); anything else as it is (no blocks known)."""
+    categorical blocks (``faux.audit.loaders.encoders``); anything else as it is (no blocks
+    known)."""
     from faux.audit.loaders.encoders import EncodedSource, split
     from faux.audit.loaders.models import TargetModel, as_target
 

@@ -4,10 +4,10 @@ of what the stages before it returned, and returns a frozen result of its own:
 1. ``faux.audit.inputs.plan``: what the settings decide before anything is opened (``Plan``);
 2. ``faux.audit.inputs.open_inputs``: the data source, its columns, the model (loaded, split
    at a Pipeline's encoders), the output folder checked, before any row is read (``Inputs``);
-3. ``scan_rows``: the scan (rows, protected attributes, sample) and the group views
+3. ``scan_rows``: the scan (rows, protected attributes, sample), checked against the model
    (``Scanned``);
-4. ``fit``: the aux models, the thresholds, the views' aux models and the effect passes, on
-   the sample (``Fitted``);
+4. ``fit``: the aux models, the thresholds, the group views and the effect passes, on the
+   sample (``Fitted``);
 5. ``open_staging``, then ``score``: the staging folder, the pass over every row
    (``faux.audit.passes.score_pass``; ``Scored``);
 6. ``settle``: what is known once every row is scored (the Benjamini-Hochberg cut, the top
@@ -74,15 +74,14 @@ from faux.errors import ConfigError
 class Scanned:
     """The scan (``sc``: rows, protected attributes, the sample), the sample's NaN filled in
     (``missing``; None: none), the sample standardised (``z_sample``), each feature's column
-    group (``feature_of``), the label's positive class (None: no label, or a regressor) and
-    the group views (``faux.audit.passes.groups``; they count every batch of the pass)."""
+    group (``feature_of``) and the label's positive class (None: no label, or a
+    regressor)."""
 
     sc: Any
     missing: Missing | None
     z_sample: np.ndarray
     feature_of: Any
     positive: dict | None
-    views: list
 
 
 @dataclass(frozen=True)
@@ -90,9 +89,12 @@ class Fitted:
     """What is fitted on the sample: the primary aux model (``aux_z``) and its ``quality``,
     the features' ``ranking``, the primary ``scorer`` (its gradient memo the audit's), the
     null scores (None: a manual threshold) and each method's ``thresholds`` (before the
-    Benjamini-Hochberg cut), the effect ``passes`` (empty under the score verdict) and the
-    sample's diagnostic scores when the pass computes none (``sampled``; else None)."""
+    Benjamini-Hochberg cut), the group views (``faux.audit.passes.groups``, the primary
+    first: their aux models, scorers and thresholds; they count every batch of the pass),
+    the effect ``passes`` (empty under the score verdict) and the sample's diagnostic scores
+    when the pass computes none (``sampled``; else None)."""
 
+    views: list
     aux_z: Any
     quality: dict
     ranking: Any
@@ -146,8 +148,7 @@ def _one_torch_thread(stage):
 
 @_one_torch_thread
 def scan_rows(plan: Plan, inputs: Inputs) -> Scanned:
-    """Stage 3: the scan, the sample checked against the model, the group views."""
-    from faux.audit.passes.groups import build_views
+    """Stage 3: the scan, the sample checked against the model."""
     from faux.audit.scores.scoring import check_methods_for
     from faux.audit.sources.layout import Layout
 
@@ -164,13 +165,12 @@ def scan_rows(plan: Plan, inputs: Inputs) -> Scanned:
                                 else Layout.infer(sc.x, feats))
     positive = None if sc.y is None or target.regressor else positive_class(
         sc.y, st.positive_label, target.classes, inputs.y_col)
-    views = build_views(sc, int(st.min_cell), st.intersection)
     check_model_on_sample(target, sc.x)
     if not target.verify_exact(sc.x):  # a conversion that differs on the data
         check_methods_for(target, plan.methods)
     check_output(target, sc.x, inputs.eff.decision_threshold)
     return Scanned(sc=sc, missing=missing, z_sample=(sc.x - sc.mean) / sc.scale,
-                   feature_of=feature_of, positive=positive, views=views)
+                   feature_of=feature_of, positive=positive)
 
 
 def _null_settings(st: AuditSettings) -> NullSettings:
@@ -179,7 +179,8 @@ def _null_settings(st: AuditSettings) -> NullSettings:
                         seed=st.seed)
 
 
-def _thresholds(plan: Plan, scanned: Scanned, scorer, aux_z) -> tuple[dict | None, dict]:
+def _thresholds(plan: Plan, scanned: Scanned, primary_view, scorer,
+                aux_z) -> tuple[dict | None, dict]:
     """The primary view's null scores (None: a manual threshold) and each method's
     threshold."""
     st, methods = plan.st, plan.methods
@@ -187,29 +188,30 @@ def _thresholds(plan: Plan, scanned: Scanned, scorer, aux_z) -> tuple[dict | Non
         return None, {plan.primary: plan.manual,
                       **{m: default_threshold(m) for m in methods[1:]}}
     null = null_scores(scorer, aux_z, scanned.sc, scanned.z_sample, _null_settings(st),
-                       plan.bar, nets=scanned.views[0].null_nets)
+                       plan.bar, nets=primary_view.null_nets)
     return null, {m: null_quantile(null["scores"][m], st.alpha) for m in methods}
 
 
 @_one_torch_thread
 def fit(plan: Plan, inputs: Inputs, scanned: Scanned) -> Fitted:
-    """Stage 4: the aux models, thresholds, views and effect passes. The primary view's aux,
-    its null models (calibrated thresholds) and its other seeds train together, as one
-    stacked network (``faux.audit.passes.groups.train_primary``)."""
-    from faux.audit.passes.groups import ViewSettings, train_primary, train_views
+    """Stage 4: the group views, the aux models, thresholds and effect passes. The primary
+    view's aux, its null models (calibrated thresholds) and its other seeds train together,
+    as one stacked network (``faux.audit.passes.groups.train_primary``)."""
+    from faux.audit.passes.groups import ViewSettings, build_views, train_primary, train_views
     from faux.audit.scores.scoring import Scorer
 
     st, sc, z = plan.st, scanned.sc, scanned.z_sample
+    views = build_views(sc, int(st.min_cell), st.intersection)
     try:  # Lightning's trainer exits (SystemExit) on a KeyboardInterrupt
         aux_z, quality = train_primary(
-            scanned.views[0], z, sc.y, kind=st.aux, width=st.aux_width, depth=st.aux_depth,
+            views[0], z, sc.y, kind=st.aux, width=st.aux_width, depth=st.aux_depth,
             epochs=int(st.aux_epochs), seed=st.seed, aux_seeds=int(st.aux_seeds),
             null_permutations=0 if plan.rule == RULE_MANUAL else int(st.null_permutations))
         ranking = feature_ranking(aux_z, z, scanned.feature_of)
         scorer = Scorer(inputs.target, aux_z, sc.mean, sc.scale, list(plan.methods),
                         fd_step=st.fd_step, batch_size=plan.batch)
-        null, thresholds = _thresholds(plan, scanned, scorer, aux_z)
-        train_views(scanned.views, sc, z, bar=plan.bar,
+        null, thresholds = _thresholds(plan, scanned, views[0], scorer, aux_z)
+        train_views(views, sc, z, bar=plan.bar,
                     primary={"aux": aux_z, "quality": quality, "thresholds": thresholds,
                              "null": null, "scorer": scorer},
                     settings=ViewSettings(
@@ -219,16 +221,16 @@ def fit(plan: Plan, inputs: Inputs, scanned: Scanned) -> Fitted:
         target = inputs.target if scanned.missing is None else NanTarget(inputs.target,
                                                                            scanned.missing)
         passes = [] if st.verdict != "effect" else _effect_passes(plan, inputs, scanned,
-                                                                   target)
-        sampled = (sample_scores(scanned.views, sc, plan.batch)
+                                                                   views, target)
+        sampled = (sample_scores(views, sc, plan.batch)
                    if sampled_scores(st, inputs.target) else None)
     except SystemExit:
         raise AuditInterrupted from None
-    return Fitted(aux_z=aux_z, quality=quality, ranking=ranking, scorer=scorer, null=null,
-                  thresholds=thresholds, passes=passes, sampled=sampled)
+    return Fitted(views=views, aux_z=aux_z, quality=quality, ranking=ranking, scorer=scorer,
+                  null=null, thresholds=thresholds, passes=passes, sampled=sampled)
 
 
-def _effect_passes(plan: Plan, inputs: Inputs, scanned: Scanned, target) -> list:
+def _effect_passes(plan: Plan, inputs: Inputs, scanned: Scanned, views, target) -> list:
     """The effect verdict's pass per protected attribute, in the views' order (the primary
     first): by transport where ``--counterfactual transport`` can carry the rows (an
     attribute with groups), else by the aux counterfactual."""
@@ -237,7 +239,7 @@ def _effect_passes(plan: Plan, inputs: Inputs, scanned: Scanned, target) -> list
     from faux.audit.counterfactual.transport_pass import TransportSettings, carried
     from faux.audit.counterfactual.transport_pass import prepare as prepare_transports
 
-    st, sc, views = plan.st, scanned.sc, scanned.views
+    st, sc = plan.st, scanned.sc
 
     def by_transport(v) -> bool:
         return st.counterfactual == "transport" and carried(v)
@@ -284,12 +286,12 @@ def score(plan: Plan, inputs: Inputs, scanned: Scanned, fitted: Fitted,
     """Stage 5b: the pass over every row, its scores written into ``staging``; in this
     process, or on the ``engine`` (``faux.audit.engine.session.RaySession``) when given."""
     st, sc = plan.st, scanned.sc
-    outcome = OutcomePass(scanned.views, sc.y, inputs.eff.decision_threshold,
+    outcome = OutcomePass(fitted.views, sc.y, inputs.eff.decision_threshold,
                           positive=scanned.positive, task=inputs.eff.task)
     row_values = RowValues(inputs.feats, fitted.passes)
     state = BatchState(
         scorer=fitted.scorer, methods=plan.methods, thresholds=fitted.thresholds,
-        alpha=st.alpha, protected=sc.protected, views=tuple(scanned.views),
+        alpha=st.alpha, protected=sc.protected, views=tuple(fitted.views),
         passes=tuple(fitted.passes),
         bh_null=fitted.null["scores"][plan.primary] if plan.rule == RULE_BH else None,
         sampled=fitted.sampled, proba=inputs.target.proba, missing=scanned.missing,
@@ -330,6 +332,7 @@ def settle(plan: Plan, inputs: Inputs, scanned: Scanned, fitted: Fitted, scored:
         plot_scores.update({f"null:{m}": v[::max(1, len(v) // PLOT_SAMPLE)]
                             for m, v in fitted.null["scores"].items()})
     baselines = sample_baselines(fitted.scorer, fitted.aux_z, scanned.sc,
-                                 scanned.views[0].seed_scores[0], thr, seed=plan.st.seed)
+                                 fitted.views[0].seed_scores[0], thr, seed=plan.st.seed)
     return Settled(thresholds=thresholds, thr=thr, above=above, n_flag=n_flag,
-                   per_group=per_group, top_df=top_df, scores=scores, plot_scores=plot_scores, baselines=baselines)
+                   per_group=per_group, top_df=top_df, scores=scores,
+                   plot_scores=plot_scores, baselines=baselines)

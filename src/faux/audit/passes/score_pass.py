@@ -84,9 +84,10 @@ class BatchState:
 class BatchResult:
     """One batch scored: its ``scores`` per method, ``flagged``, the null ``exceed``ances
     (Benjamini-Hochberg, else None), the rows with scores (``scored``; None: all), each row's
-    group, the rows above each method's threshold, the effect passes' columns and the
-    effects' plot columns, the batch's flagged rows that may enter the top ``N_TOP`` (score,
-    row id, row, group) and its rows of scores.parquet (``frame``)."""
+    group, the rows above each method's threshold, the effects' plot columns (none without
+    effect passes), the batch's flagged rows that may enter the top ``N_TOP`` (score, row
+    id, row, group) and its rows of scores.parquet (``frame``: the scores, ``flagged``, the
+    effect passes' columns, the other views' scores)."""
 
     scores: dict
     flagged: np.ndarray

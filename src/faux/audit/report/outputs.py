@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from contextlib import contextmanager
@@ -176,19 +177,37 @@ class Staging:
             while not p.exists():
                 missing.append(p)
                 p = p.parent
+            self.dir = None
             try:
                 for p in reversed(missing):
                     p.mkdir()
                     self.created.append(p)
-                self.dir = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-                # renamed to --out at the end: mkdtemp's 0700, as mkdir would create it
-                os.chmod(self.dir, dir_mode())
+                # renamed to --out at the end: made with the mode mkdir gives a new folder
+                self._make_dir(out.parent, f".{out.name}.tmp-")
             except BaseException:
-                self.dir = None
                 self.discard()
                 raise
         else:
-            self.dir = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
+            self.dir = None
+            try:
+                self._make_dir(out, STAGING_PREFIX)
+            except BaseException:
+                self.discard()
+                raise
+
+    def _make_dir(self, parent: Path, prefix: str) -> None:
+        """A new folder ``parent/prefix<random>``, named in ``self.dir`` before it exists: a
+        signal that lands while it is made leaves nothing ``discard`` cannot find (the name
+        is fresh, so a folder found under it is this audit's)."""
+        while True:
+            self.dir = parent / f"{prefix}{secrets.token_hex(4)}"
+            try:
+                self.dir.mkdir(mode=0o700)
+                break
+            except FileExistsError:
+                self.dir = None  # another's folder: never discarded
+                continue
+        os.chmod(self.dir, dir_mode())
 
     def size(self) -> int:
         """Bytes written into the staging folder so far."""

@@ -133,7 +133,7 @@ def build(plan, inputs, scanned, fitted, scored, settled) -> Summary:
     scored.row_values.attach(effects)
     outcomes, performance = scored.outcome.finish()
     gate = gate_reasons(plan, inputs, scanned, settled, rate, effects)
-    groups = finish_views(scanned.views, sc, scanned.z_sample, scanned.feature_of,
+    groups = finish_views(fitted.views, sc, scanned.z_sample, scanned.feature_of,
                           plan.methods, n_rows=n, alpha=st.alpha, seed=st.seed,
                           primary_threshold=settled.thr, effect_views=set(effects))
     flagged_intervals(groups)
