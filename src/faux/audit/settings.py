@@ -314,7 +314,9 @@ class AuditSettings:
         if self.fd_scores not in FD_SCORES:
             raise ConfigError(f"fd_scores (--fd-scores) must be one of {', '.join(FD_SCORES)}, "
                               f"got {self.fd_scores!r}")
-        _check_engine(self)
+        from faux.audit.engine.session import check_settings as check_engine
+
+        check_engine(self.engine, self.workers, ENGINES)
 
 
 DEFAULTS = AuditSettings()
@@ -429,20 +431,6 @@ def _check_aux(st: AuditSettings, has_label: bool) -> None:
     if st.aux == "adel" and "continuous" in _protected_types(st):
         raise ConfigError("the Adel aux is a classifier; use --aux mlp for a continuous "
                           "protected attribute")
-
-
-def _check_engine(st: AuditSettings) -> None:
-    if st.engine not in ENGINES:
-        raise ConfigError(f"engine (--engine) must be one of {', '.join(ENGINES)}, got "
-                          f"{st.engine!r}")
-    if st.workers is None:
-        return
-    if not _is_int(st.workers) or st.workers < 1:
-        raise ConfigError(f"workers (--workers) must be a positive integer, got "
-                          f"{st.workers!r}")
-    if st.engine != "ray":
-        raise ConfigError("workers (--workers) sets how many Ray actors score the rows; pass "
-                          "engine='ray' (--engine ray) with it, or leave it out")
 
 
 def _check_fd_step(st: AuditSettings) -> None:

@@ -12,6 +12,7 @@ CPU (actors holding every CPU would leave the reading waiting forever)."""
 from __future__ import annotations
 
 import logging
+import numbers
 import os
 import socket
 from dataclasses import dataclass
@@ -54,6 +55,20 @@ class RaySession:
             import ray
 
             ray.shutdown()
+
+
+def check_settings(engine, workers, engines) -> None:
+    """The settings ``engine`` (one of ``engines``) and ``workers``, one line each."""
+    if engine not in engines:
+        raise ConfigError(f"engine (--engine) must be one of {', '.join(engines)}, got "
+                          f"{engine!r}")
+    if workers is None:
+        return
+    if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 1:
+        raise ConfigError(f"workers (--workers) must be a positive integer, got {workers!r}")
+    if engine != "ray":
+        raise ConfigError("workers (--workers) sets how many Ray actors score the rows; pass "
+                          "engine='ray' (--engine ray) with it, or leave it out")
 
 
 def host_port(address: str) -> tuple[str, int] | None:
