@@ -266,3 +266,125 @@ def test_several_files_are_read_in_batches_across_their_ends(people):
     np.testing.assert_array_equal(np.concatenate([b.x for b in batches]),
                                   df[["x1", "proxy"]].to_numpy())
     assert open_dataset(str(tmp / "people.parquet")).source.name == "people"
+
+
+def _ray_processes_of(driver_pid: int) -> list[int]:
+    """The processes of the Ray a ``faux audit`` process (``driver_pid``) started: their
+    command lines name its session folder (``session_<time>_<driver pid>``)."""
+    import os
+
+    found = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                cmd = Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if f"_{driver_pid}/" in cmd and "faux-ray" in cmd:
+                found.append(int(p))
+    return found
+
+
+@pytest.fixture(scope="module")
+def bigger(tmp_path_factory):
+    """60,000 planted-proxy rows and a TorchScript model of them."""
+    import torch
+
+    tmp = tmp_path_factory.mktemp("ray-bigger")
+    X, c = proxy_world(60_000, seed=1)
+    X.assign(gender=np.array(["f", "m"])[c]).to_parquet(tmp / "people.parquet", index=False)
+
+    class Proxy(torch.nn.Module):
+        def forward(self, x):
+            return 2.0 * x[:, 0] + 3.0 * (x[:, 3] - 0.5)
+
+    torch.jit.save(torch.jit.script(Proxy()), tmp / "proxy.pt")
+    return tmp
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_is_retried_and_the_answer_is_the_same(local_ray, bigger,
+                                                                     tmp_path):
+    """Default settings on 60,000 rows in 30 batches; one actor is killed (SIGKILL) once a
+    few batches are written: Ray restarts it and retries its batch, and the outputs are the
+    local engine's."""
+    import os
+    import signal
+    import threading
+
+    import faux
+
+    kw = dict(data=str(bigger / "people.parquet"), protected="gender", aux_epochs=3,
+              batch_size=2000, progress=False)
+    faux.audit(str(bigger / "proxy.pt"), out_dir=tmp_path / "local", **kw)
+    killed = []
+
+    def kill_one_actor():
+        for _ in range(1200):
+            staged = list(tmp_path.glob(".ray.tmp-*/scores.parquet/part-*"))
+            actors = [p for p in _ray_actors()]
+            if len(staged) >= 4 and actors:
+                os.kill(actors[0], signal.SIGKILL)
+                killed.append(actors[0])
+                return
+            threading.Event().wait(0.25)
+
+    t = threading.Thread(target=kill_one_actor, daemon=True)
+    t.start()
+    faux.audit(str(bigger / "proxy.pt"), out_dir=tmp_path / "ray", engine="ray", workers=2,
+               **kw)
+    t.join(timeout=1)
+    assert killed, "no actor was killed: the pass ended first"
+    _same(tmp_path / "local", tmp_path / "ray", 60_000, 2000)
+
+
+def _ray_actors() -> list[int]:
+    """This process's Ray actors that score batches (descendants of this process)."""
+    import os
+
+    children: dict[int, list[int]] = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                stat = Path(f"/proc/{p}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(p))
+    out, todo = [], [os.getpid()]
+    while todo:
+        for kid in children.get(todo.pop(), []):
+            todo.append(kid)
+            try:
+                if b"MapBatches(BatchScorer)" in Path(f"/proc/{kid}/cmdline").read_bytes():
+                    out.append(kid)
+            except OSError:
+                pass
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig,status,line", [("SIGINT", 130, "interrupted"),
+                                             ("SIGTERM", 143, "terminated")])
+def test_a_signal_while_the_actors_score_stops_everything(bigger, tmp_path, sig, status,
+                                                         line):
+    """``faux audit --engine ray`` starts its own Ray; a Ctrl-C (or SIGTERM) while the rows
+    are scored ends it with its status and one line, nothing written and no Ray process
+    left."""
+    import signal
+    import subprocess
+    import threading
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "faux.audit.cli", "audit", "--model", str(bigger / "proxy.pt"),
+         "--data", str(bigger / "people.parquet"), "--protected", "gender", "--aux-epochs",
+         "3", "--batch-size", "2000", "--engine", "ray", "--out", str(out)],
+        stderr=subprocess.PIPE, text=True)
+    while proc.poll() is None and not list(tmp_path.glob(".out.tmp-*/scores.parquet/part-*")):
+        threading.Event().wait(0.1)
+    proc.send_signal(getattr(signal, sig))
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=120) == status
+    assert f"faux audit: {line}; nothing written" in rest.splitlines()
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    assert _ray_processes_of(proc.pid) == []

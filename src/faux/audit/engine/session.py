@@ -11,10 +11,13 @@ CPU (actors holding every CPU would leave the reading waiting forever)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import numbers
 import os
+import signal
 import socket
+import threading
 from dataclasses import dataclass
 
 from faux.audit.engine.dataset import Files
@@ -51,10 +54,12 @@ class RaySession:
         return {"name": "ray", "workers": self.workers, "ray": self.where}
 
     def stop(self) -> None:
+        """Shut down the Ray the audit started (its actors and processes with it)."""
         if self.started:
             import ray
 
-            ray.shutdown()
+            with _handlers_kept():
+                ray.shutdown()
 
 
 def check_settings(engine, workers, engines) -> None:
@@ -107,15 +112,33 @@ def actor_cpus(total: float, workers: int) -> float:
     return round(max(min(1.0, spare / workers), 0.01), 4)
 
 
+@contextlib.contextmanager
+def _handlers_kept():
+    """SIGINT's and SIGTERM's handlers as they were before the block: ``ray.init`` installs
+    its own for SIGTERM (which logs and ends the process) and ``ray.shutdown`` resets it to
+    the default, and the audit's must stay, to remove what it wrote on a signal."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+
+
 def _init(address: str | None) -> None:
     import ray
 
     quiet = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     try:
-        if address:
-            ray.init(address=address, **quiet)
-        else:
-            ray.init(num_cpus=os.cpu_count() or 1, _temp_dir=TEMP_DIR, **quiet)
+        with _handlers_kept():
+            if address:
+                ray.init(address=address, **quiet)
+            else:
+                ray.init(num_cpus=os.cpu_count() or 1, _temp_dir=TEMP_DIR, **quiet)
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as err:
         where = f"the Ray cluster at RAY_ADDRESS={address}" if address else "a local Ray"
         raise ConfigError(f"cannot start {where}: {' '.join(str(err).split())[:200]}") from err
@@ -145,5 +168,6 @@ def start(st, files: Files) -> RaySession:
                           where=where, started=started)
     except BaseException:
         if started:
-            ray.shutdown()
+            with _handlers_kept():
+                ray.shutdown()
         raise
