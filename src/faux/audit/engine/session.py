@@ -133,6 +133,7 @@ def _init(address: str | None) -> None:
     import ray
 
     quiet = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # as faux.run: no usage statistics
     try:
         with _handlers_kept():
             if address:
