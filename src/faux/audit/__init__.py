@@ -15,7 +15,8 @@ import types
 from faux.audit.api_words import speaks_python
 from faux.audit.audit_doc import module_doc
 from faux.audit.core import audit as _audit
-from faux.audit.result import AuditResult, FauxAuditWarning
+from faux.audit.notices import FauxAuditWarning
+from faux.audit.result import AuditResult
 
 audit = speaks_python(_audit)
 # help(faux.audit) documents the call first: its signature, then every parameter

@@ -88,16 +88,15 @@ def _int(v: str) -> int:
 
 def _add_inputs(a) -> None:
     """The model, the data, the outputs and what may be loaded."""
+    from faux.audit.loaders.formats import model_help
     from faux.audit.loaders.task import TASKS
     from faux.audit.scores.methods import audit_methods, default_methods
     from faux.audit.settings import DEFAULTS as D
 
     a.add_argument("--model", required=True, metavar="PATH",
-                   help="the model under test: TorchScript (.pt, torch.jit.save), "
-                   "torch.export (.pt2), scikit-learn/LightGBM via skops (.skops), ONNX (.onnx), "
-                   "a LightGBM text model, or pickle/joblib (only with --trust-pickle). It "
-                   "outputs a logit (torch) or a probability of the positive class, or, a "
-                   "regressor, a predicted value (see --task); a model that stores the names "
+                   help=f"the model under test: {model_help()}. It outputs a logit (torch) "
+                   "or a probability of the positive class, or, a regressor, a predicted "
+                   "value (see --task); a model that stores the names "
                    "of the columns it was fitted on reads them by name, any other the "
                    "feature columns in the given order")
     a.add_argument("--task", choices=TASKS, default=D.task,
@@ -312,7 +311,7 @@ def _parse(argv):
 def _warnings_as_lines():
     """The audit's ``FauxAuditWarning``s as ``faux audit: warning: ...`` lines on stderr, each
     when it is raised; other warnings as Python shows them."""
-    from faux.audit.result import FauxAuditWarning
+    from faux.audit.notices import FauxAuditWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("always", FauxAuditWarning)
@@ -373,7 +372,7 @@ def main(argv=None, settled=None) -> int:
 
 
 def _run(argv, settled) -> int:
-    from faux.audit.core import Terminated
+    from faux.audit.interrupts import Terminated
 
     try:
         return _main(argv, settled)
@@ -390,7 +389,8 @@ def _main(argv, settled) -> int:
         args = _parse(argv)
     except SystemExit as stop:  # a usage error (one line printed) or --help
         return stop.code if isinstance(stop.code, int) else EXIT_INPUT
-    from faux.audit.core import Terminated, audit
+    from faux.audit.core import audit
+    from faux.audit.interrupts import Terminated
 
     try:
         protected = args.protected[0] if len(args.protected) == 1 else args.protected

@@ -44,15 +44,10 @@ from faux.audit.scores.calibration import null_quantile, null_scores
 from faux.audit.scores.methods import threshold as default_threshold
 from faux.audit.scores.ranking import feature_groups, feature_ranking
 from faux.audit.settings import AuditSettings, check_fd_step_for
-from faux.audit.sources.data import (
-    ArraySource,
-    check_columns,
-    open_source,
-    protected_list,
-    refuse_repeated,
-    scan,
-    suggestion,
-)
+from faux.audit.sources.array_source import ArraySource
+from faux.audit.sources.columns import check_columns, protected_list, refuse_repeated, suggestion
+from faux.audit.sources.data import open_source
+from faux.audit.sources.data_scan import scan
 from faux.audit.verdict.flagged_rows import RowValues
 from faux.audit.verdict.rule import Settings as EffectSettings
 from faux.audit.verdict.rule import check_for_task
@@ -98,7 +93,8 @@ def _encoded(model, source, features, exact: bool):
     data as the encoders output them, their column names as the features and their
     categorical blocks (``faux.audit.loaders.encoders``); anything else as it is (no blocks known)."""
     from faux.audit.loaders.encoders import EncodedSource, split
-    from faux.audit.loaders.models import TargetModel, as_target
+    from faux.audit.loaders.models import as_target
+    from faux.audit.loaders.target import TargetModel
 
     est = model.estimator if isinstance(model, TargetModel) else model
     enc = split(est) if est is not None else None

@@ -38,16 +38,7 @@ from faux.studies.column import (
     prepare_shared,
     test_batch,
 )
-from faux.studies.reading_check import (  # noqa: F401  (the study's names, re-exported)
-    AXES,
-    NUMERIC,
-    OUTPUT_AXES,
-    OUTPUT_WORDS,
-    ReadingCheck,
-    check_output_switch,
-    check_reading,
-    sweep_readings,
-)
+from faux.studies.reading_check import AXES, check_reading
 from faux.studies.resources import Phases
 
 JOB = "readings_cell"
@@ -263,7 +254,8 @@ def aux_provider(pc: PreparedColumn, kind: str, spec: MLPSpec, s: ColumnSettings
 def generator_model_scores(pc: PreparedColumn, s: ColumnSettings) -> dict:
     """Each CVAE's model score (A.7.3: a classifier trained on sampled (x, label) pairs,
     accuracy on the real encoded data), cached per dataset, generator and decoding."""
-    from faux.synth.sampler import PAPER_MODEL_SCORE, generator_scores
+    from faux.synth.generator_settings import PAPER_MODEL_SCORE
+    from faux.synth.sampler import generator_scores
 
     cache, out = s.cache(), {}
     opts = s.gen_opts

@@ -21,8 +21,8 @@ import torch
 from sklearn.metrics import roc_auc_score
 from torch import nn
 
-from faux.audit.sources.data import ProtectedInfo
 from faux.audit.sources.data_scan import MIN_ROWS
+from faux.audit.sources.protected import ProtectedInfo
 from faux.errors import ConfigError, DataError
 
 AUX_KINDS = ("mlp", "adel")

@@ -118,7 +118,7 @@ def compare(primary_name: str, primary: np.ndarray, flagged: np.ndarray,
 def sample_baselines(target, aux_z, sc, primary: str, primary_scores: np.ndarray,
                      threshold: float, *, fd_step: float, batch_size: int, seed: int = 0
                      ) -> dict:
-    """The baselines on the audit's sample ``sc`` (``faux.audit.sources.data.Scan``), whose rows
+    """The baselines on the audit's sample ``sc`` (``faux.audit.sources.data_scan.Scan``), whose rows
     score ``primary_scores`` with the primary method: FTA scored there (a row's score does not
     depend on its batch), the kNN consistency of the model's predicted labels, and their
     comparison with the primary score (``compare``)."""
