@@ -426,7 +426,7 @@ def _main(argv, settled) -> int:
         print(TERMINATED, file=sys.stderr)
         return EXIT_TERMINATED
     except OSError as err:
-        from faux.audit.report.writing import DISK_FULL, disk_full_message
+        from faux.harness.disk import DISK_FULL, disk_full_message
 
         if err.errno not in DISK_FULL:
             traceback.print_exc()

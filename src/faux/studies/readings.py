@@ -223,11 +223,6 @@ def calibration_ifs(col: Column, cs: ColumnSettings, target_spec: MLPSpec, seed:
     return prepare_shared(sib, cs, target_spec, seed, sizes).pc.ifs_test
 
 
-def calibrated_k(pc: PreparedColumn, threshold: float) -> float:
-    """The k of ``threshold = k * std(bias-0 IFS)`` (reported beside the calibrated rule)."""
-    return float(threshold / float(pc.ifs_reference.double().std()))
-
-
 def aux_provider(pc: PreparedColumn, kind: str, spec: MLPSpec, s: ColumnSettings,
                  seeds: Iterable[int] = ()):
     """``seed -> (aux, info)``: the plain aux MLP on x (Table 1's, same cache entries) or the
