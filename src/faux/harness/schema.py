@@ -65,13 +65,14 @@ class Profile:
 @dataclass
 class Synthetic:
     """conf/synthetic/*.yaml: the reading-independent settings of the synthetic studies (what
-    the reading changes is applied by ``faux.studies.readings.synth_settings``)."""
+    the reading changes is applied by ``faux.studies.readings.synth_settings``). ``methods``:
+    a method's own settings block by its registered name (``own_params``; checked against
+    the registry by ``faux.studies.config``), e.g. ``+synthetic.methods.faux_path.steps=16``."""
 
     threshold_k: float = MISSING
     options: dict[str, Any] = MISSING
     generators: dict[str, Any] = MISSING
-    unfair_map: dict[str, Any] = MISSING
-    faux_path: dict[str, Any] = MISSING
+    methods: dict[str, Any] = field(default_factory=dict)
     aux_trainer: str = MISSING
 
 

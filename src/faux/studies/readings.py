@@ -48,8 +48,6 @@ TARGET_ARCH = {"2x64": (64, 2), "3x128": (128, 3)}
 #: "varying the depth and width across different experimental runs"; sizes not given)
 AUX_WIDTHS = (32, 64, 128)
 AUX_DEPTHS = (1, 2, 3)
-#: the tests of the study (faux.methods.registry.READINGS_METHODS)
-METHODS = registry.READINGS_METHODS
 
 
 def aux_spec_for(spec: MLPSpec, seed: int, arch: str = "fixed") -> MLPSpec:
@@ -293,7 +291,7 @@ def run(s: Settings, out_dir, log) -> dict:
                      aux_provider(pc, r["aux"], s.aux, s.synth, aux_seeds))
     batch = test_batch(pc)
     ap_runs, auroc_runs, aux_acc = {}, {}, []
-    for name in METHODS:
+    for name in registry.readings_methods():
         m = registry.get(name)
         aps = []
         for seed in m.run_seeds(s.seed, s.runs):
