@@ -55,7 +55,8 @@ def load_model(path, d: int | None = None, *, trust_pickle: bool = False,
     fmt = detect(probe)
     if fmt is None:
         raise DataError(unknown_format(path.name))
-    request = LoadRequest(d, trust_pickle, tuple(trusted_types or ()), sha, exact)
+    request = LoadRequest(d=d, trust_pickle=trust_pickle, trusted_types=tuple(trusted_types or ()),
+                          sha=sha, exact=exact)
     try:
         tm = fmt.load(probe, request)
     except (DataError, ConfigError):
