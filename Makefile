@@ -113,7 +113,7 @@ define sweep
 	$(PY) -m faux.run -m experiment=$(1) profile=$(PROFILE) logger=$(LOGGER) $(if $(LAUNCHER),hydra/launcher=$(LAUNCHER)) hydra.sweep.dir=$(call SWEEP,$(1)) $(ARGS)
 endef
 
-table1: install ## Table 1: AP of 8 tests on 8 synthetic columns (outputs/results/table1.{csv,md,tex})
+table1: install ## Table 1: AP of every registered test on 8 synthetic columns (outputs/results/table1.{csv,md,tex})
 	$(call sweep,table1)
 	$(PY) -m faux.aggregate $(call SWEEP,table1) --table table1 $(AGG_ARGS)
 

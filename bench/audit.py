@@ -117,7 +117,7 @@ def exact_vs_fd(rows: int, d: int, verdict: str = "effect") -> None:
     from sklearn.linear_model import LogisticRegression
 
     import faux
-    from faux.audit.loaders.models import from_estimator
+    from faux.audit.loaders.target import from_estimator
 
     rng = np.random.default_rng(1)
     c = rng.integers(0, 2, rows)

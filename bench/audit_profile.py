@@ -50,13 +50,13 @@ import faux
 from faux.audit import stages
 from faux.audit.cli import main as faux_cli
 from faux.audit.counterfactual import effect_pass, effects
-from faux.audit.loaders.models import from_estimator
+from faux.audit.loaders.target import from_estimator
 from faux.audit.passes import groups, score_pass
 from faux.audit.scores import aux, baselines
 from faux.audit.scores.calibration import null_targets
 from faux.audit.scores.scoring import Scorer
-from faux.audit.sources.data import ProtectedInfo
 from faux.audit.sources.data_scan import standardisation
+from faux.audit.sources.protected import ProtectedInfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import audit as B  # noqa: E402  (bench/audit.py)

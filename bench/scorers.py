@@ -35,7 +35,7 @@ from torch import nn
 from training import lightning_epoch_over_plain_loop  # bench/training.py, beside this script
 
 import faux
-from faux.methods.gradients import DEFAULT_BATCH_SIZE
+from faux.methods.options import DEFAULT_BATCH_SIZE
 
 D, HIDDEN = 20, 64
 

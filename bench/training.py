@@ -20,7 +20,8 @@ import torch
 from torch.nn import functional as F
 
 from faux.models.mlp import MLP, BinaryClassifier
-from faux.models.training import TensorBatches, fit
+from faux.models.tensors import TensorBatches
+from faux.models.training import fit
 
 
 def _data(n_rows: int, d: int, seed: int):

@@ -16,10 +16,12 @@ from scipy.stats import spearmanr
 
 import faux
 from audit_world import proxy_world
-from faux.audit.loaders.models import from_callable, from_estimator, from_torch, load_model
+from faux.audit.loaders.models import load_model
+from faux.audit.loaders.target import from_callable, from_estimator, from_torch
 from faux.audit.scores.aux import train_aux
 from faux.audit.scores.scoring import Scorer
-from faux.audit.sources.data import ProtectedInfo, standardisation
+from faux.audit.sources.data_scan import standardisation
+from faux.audit.sources.protected import ProtectedInfo
 from faux.errors import ConfigError
 
 N = 1500

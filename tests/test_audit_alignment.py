@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from faux.audit.sources.data import ArraySource
+from faux.audit.sources.array_source import ArraySource
 from faux.errors import DataError
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import faux
-from faux.audit.sources.data import ArraySource
+from faux.audit.sources.array_source import ArraySource
 
 HEAVY = ("aif360", "wandb", "pytorch_lightning", "lightning", "hydra", "torch")
 
@@ -64,7 +64,7 @@ def test_an_array_c_never_takes_a_features_name():
 
 def test_audit_result_is_exported_with_a_short_repr_and_scores_read_from_disk(tmp_path):
     assert "AuditResult" in faux.__all__ and "AuditResult" in dir(faux)
-    from faux.audit.core import AuditResult
+    from faux.audit.result import AuditResult
 
     assert faux.AuditResult is AuditResult
     X, c = _world()

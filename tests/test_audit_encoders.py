@@ -15,7 +15,8 @@ from sklearn.preprocessing import MaxAbsScaler, OneHotEncoder, OrdinalEncoder, S
 
 from faux.audit.counterfactual import effects as E
 from faux.audit.loaders.encoders import EncodedSource, split, transform
-from faux.audit.sources.data import ArraySource, FileSource
+from faux.audit.sources.array_source import ArraySource
+from faux.audit.sources.file_source import FileSource
 from faux.errors import DataError
 
 

@@ -28,7 +28,8 @@ from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
 import faux
 from audit_world import proxy_world
 from faux.audit.loaders.exact import TOLERANCE, convert, mismatch, twin_outputs
-from faux.audit.loaders.models import from_estimator, load_model
+from faux.audit.loaders.models import load_model
+from faux.audit.loaders.target import from_estimator
 from faux.audit.scores.scoring import Scorer
 
 
@@ -166,7 +167,8 @@ def _proxy_world(n=800, seed=0):
 
 def test_exact_and_finite_differences_agree_on_a_planted_proxy():
     from faux.audit.scores.aux import train_aux
-    from faux.audit.sources.data import ProtectedInfo, standardisation
+    from faux.audit.sources.data_scan import standardisation
+    from faux.audit.sources.protected import ProtectedInfo
 
     X, c = _proxy_world()
     rng = np.random.default_rng(1)
@@ -194,7 +196,8 @@ def test_exact_and_finite_differences_agree_on_a_planted_proxy():
 
 def test_exact_regressor_differentiates_its_prediction_as_finite_differences_do():
     from faux.audit.scores.aux import train_aux
-    from faux.audit.sources.data import ProtectedInfo, standardisation
+    from faux.audit.sources.data_scan import standardisation
+    from faux.audit.sources.protected import ProtectedInfo
 
     X, c = _proxy_world(500, seed=2)
     ridge = Ridge().fit(X.values, X.x1 + 2 * X.proxy)  # predictions well outside (0, 1)

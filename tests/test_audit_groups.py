@@ -12,7 +12,8 @@ import faux
 from faux.audit.cli import EXIT_INPUT, EXIT_OK, main
 from faux.audit.passes import groups
 from faux.audit.scores.aux import train_aux
-from faux.audit.sources.data import ArraySource, scan
+from faux.audit.sources.array_source import ArraySource
+from faux.audit.sources.data_scan import scan
 from faux.audit.sources.intersection import OTHER, intersection_of
 from faux.errors import ConfigError, DataError
 

@@ -25,7 +25,7 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 import faux  # noqa: E402
-from faux.audit.loaders import onnx_torch  # noqa: E402
+from faux.audit.loaders import onnx_ops, onnx_torch  # noqa: E402
 from faux.audit.loaders.exact import TOLERANCE, twin_outputs  # noqa: E402
 from faux.audit.loaders.models import load_model  # noqa: E402
 
@@ -315,7 +315,7 @@ def test_a_conversion_that_differs_from_onnxruntime_falls_back_with_one_warning(
     X, y = _data()
     mlp = _fit(MLPClassifier(hidden_layer_sizes=(8,), max_iter=200, random_state=0), X, y)
     path = _save_skl(mlp, X, tmp_path / "mlp.onnx")
-    monkeypatch.setitem(onnx_torch.UNARY_OPS, "Relu", torch.tanh)  # a wrong Relu
+    monkeypatch.setitem(onnx_ops.UNARY_OPS, "Relu", torch.tanh)  # a wrong Relu
     tm = load_model(path, X.shape[1])
     err = capsys.readouterr().err
     assert not tm.differentiable and tm.scoring_mode == "finite differences"

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 import faux
-from faux.audit.core import AuditResult
 from faux.audit.report.page import fmt, human, pct, render, write_report
+from faux.audit.result import AuditResult
 
 # the score verdict's sections, and the effect verdict's (the default)
 SECTIONS = ("verdict", "summary", "threshold-rule", "null-distribution", "groups", "flagged",

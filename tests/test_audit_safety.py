@@ -20,6 +20,8 @@ import torch
 import faux
 import faux.audit.core as core
 import faux.audit.inputs
+import faux.audit.report.outputs as outputs
+import faux.audit.settings as settings
 import faux.audit.stages as stages
 from faux.audit.cli import EXIT_GATE, EXIT_INPUT, EXIT_OK, build_parser, main
 from faux.errors import ConfigError
@@ -146,7 +148,7 @@ def test_out_dot_is_refused_in_a_used_folder_and_works_in_an_empty_one(files, ca
         [MARKER, "report.html", "scores.parquet", "summary.json"])
     marker = json.loads((empty / MARKER).read_text())
     summary = json.loads((empty / "summary.json").read_text())
-    assert marker["schema_version"] == summary["schema_version"] == core.SUMMARY_SCHEMA
+    assert marker["schema_version"] == summary["schema_version"] == outputs.SUMMARY_SCHEMA
     assert sorted(marker["files"]) == ["report.html", "scores.parquet", "summary.json"]
     # a second run into its own previous output is allowed and replaces it
     rc, _ = run(capsys, "--model", model, "--data", data, "--protected", "gender",
@@ -248,8 +250,8 @@ def test_fd_step_bounds_are_in_help_and_default_is_well_inside(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["audit", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert f"at most {core.FD_STEP_MAX:g}" in text and f"above {core.FD_STEP_WARN:g}" in text
-    assert 0 < 0.1 < core.FD_STEP_WARN / 2 < core.FD_STEP_MAX
+    assert f"at most {settings.FD_STEP_MAX:g}" in text and f"above {settings.FD_STEP_WARN:g}" in text
+    assert 0 < 0.1 < settings.FD_STEP_WARN / 2 < settings.FD_STEP_MAX
     with pytest.raises(ConfigError, match="fd_step"):
         faux.audit(Proxy(), _frame(50).drop(columns="gender"), _frame(50).gender.values,
                    fd_step=math.inf, progress=False)

@@ -18,6 +18,7 @@ import faux
 import faux.audit.core as core
 import faux.audit.report.outputs as outputs
 from faux.audit.cli import EXIT_OK, main
+from faux.audit.interrupts import Terminated
 from test_audit_cli import Proxy
 from test_audit_cli import _frame as _cli_frame
 
@@ -152,7 +153,7 @@ def test_python_api_raises_terminated_a_system_exit_143(tmp_path, monkeypatch):
     with pytest.raises(SystemExit) as e:
         faux.audit(Proxy(), df.drop(columns="gender"), df.gender.values, aux_epochs=2,
                    progress=False, out_dir=tmp_path / "out", threshold=0.1)
-    assert isinstance(e.value, core.Terminated) and e.value.code == EXIT_TERMINATED
+    assert isinstance(e.value, Terminated) and e.value.code == EXIT_TERMINATED
     assert list(tmp_path.iterdir()) == []
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 

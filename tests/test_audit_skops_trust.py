@@ -6,7 +6,8 @@ import skops.io as sio
 from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
 from sklearn.neural_network import MLPClassifier
 
-from faux.audit.loaders.models import SKLEARN_STATE_TYPES, load_model
+from faux.audit.loaders.load_skops import SKLEARN_STATE_TYPES
+from faux.audit.loaders.models import load_model
 from faux.errors import ConfigError
 
 

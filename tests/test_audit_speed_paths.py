@@ -16,7 +16,7 @@ from audit_world import proxy_world
 from faux.audit.passes.groups import aux_seed
 from faux.audit.scores.aux import train_aux, train_aux_family
 from faux.audit.scores.calibration import null_targets
-from faux.audit.sources.data import ProtectedInfo
+from faux.audit.sources.protected import ProtectedInfo
 
 SIZES = dict(width=16, depth=2, epochs=12)
 

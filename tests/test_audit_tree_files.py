@@ -334,9 +334,9 @@ def test_forged_tree_files_are_refused_in_one_line_before_anything_runs(files):
         import lightgbm, skops.io as sio
         import sklearn.calibration, sklearn.ensemble, sklearn.pipeline  # imports aside
         import faux.audit.loaders.load_skops as ls, faux.audit.loaders.tree_check
-        import faux.audit.loaders.models as models
+        import faux.audit.loaders.models as models, faux.audit.loaders.target as target
         ran = []
-        for mod in (ls, models):
+        for mod in (ls, target):
             mod.from_estimator = lambda *a, _f=mod.from_estimator, **k: ran.append(1) or _f(*a, **k)
         for cls_attr in ("__init__", "__setstate__"):
             orig = getattr(lightgbm.Booster, cls_attr)

@@ -14,8 +14,8 @@ from omegaconf import OmegaConf
 
 from faux.errors import ConfigError
 from faux.harness import schema, validate
-from faux.run import composition_error
-from faux.studies.readings import AXES, NUMERIC
+from faux.harness.exits import composition_error
+from faux.studies.reading_check import AXES, NUMERIC
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ["experiment=readings", "profile=tiny", "column=Synthetic-2"]

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 import faux.data.real as real
+import faux.data.real_raw as real_raw
 from faux.data.real import RealTable, load_real, load_table, split_table
 from faux.data.splits import split_indices
 from faux.errors import ConfigError, DataError
@@ -141,7 +142,7 @@ def test_shapes_dtypes_and_c_not_in_x(name, rows, cols, protected, adult, bank):
 
 def test_adult_encodings_follow_raw_file(shared_root, adult):
     raw = real.read_adult_frame(shared_root, download=False).dropna(
-        subset=[c for c in real.ADULT_COLUMNS if c != "fnlwgt"]).reset_index(drop=True)
+        subset=[c for c in real_raw.ADULT_COLUMNS if c != "fnlwgt"]).reset_index(drop=True)
     table = load_table("adult", shared_root, download=False)
     assert table.n_rows == len(raw) == 45222
     np.testing.assert_array_equal(table.c, (raw["sex"] == "Male").to_numpy().astype(int))
@@ -259,7 +260,7 @@ def test_bad_fractions(adult, shared_root):
 
 # ----------------------------------------------------------------------------- missing / corrupt
 
-@pytest.mark.parametrize("name,fname", [("adult", "adult.data"), ("bank", real.BANK_FILE)])
+@pytest.mark.parametrize("name,fname", [("adult", "adult.data"), ("bank", real_raw.BANK_FILE)])
 def test_missing_raw_file(tmp_path, name, fname):
     where = tmp_path / "aif360" / name / fname
     with pytest.raises(DataError) as err:
@@ -282,14 +283,14 @@ def test_download_fills_the_data_root(tmp_path, shared_root, monkeypatch):
             buf = io.BytesIO()
             with zipfile.ZipFile(buf, "w") as zf:
                 zf.writestr("__MACOSX/bank-additional/._bank-additional-full.csv", b"junk")
-                zf.write(src / "bank" / real.BANK_FILE, f"bank-additional/{real.BANK_FILE}")
+                zf.write(src / "bank" / real_raw.BANK_FILE, f"bank-additional/{real_raw.BANK_FILE}")
             dest.write_bytes(buf.getvalue())
         else:
             dest.write_bytes((src / "adult" / url.rsplit("/", 1)[-1]).read_bytes())
 
     monkeypatch.setattr(real, "_fetch", fake_fetch)
     bank = load_real("bank", root=tmp_path)
-    assert (tmp_path / "aif360" / "bank" / real.BANK_FILE).is_file()
+    assert (tmp_path / "aif360" / "bank" / real_raw.BANK_FILE).is_file()
     assert sum(len(getattr(bank, f"y_{s}")) for s in ("train", "val", "test")) == 30488
     assert real.is_present("adult", tmp_path) is False
     real._ensure_raw("adult", tmp_path, download=True)
@@ -323,11 +324,11 @@ def test_corrupt_adult_file(tmp_path, shared_root, corrupt, match):
 def test_corrupt_bank_file(tmp_path, shared_root):
     folder = tmp_path / "aif360" / "bank"
     folder.mkdir(parents=True)
-    good = (shared_root / "aif360/bank" / real.BANK_FILE).read_bytes()
-    (folder / real.BANK_FILE).write_bytes(good.replace(b'"age";', b"", 1))  # header lost a column
+    good = (shared_root / "aif360/bank" / real_raw.BANK_FILE).read_bytes()
+    (folder / real_raw.BANK_FILE).write_bytes(good.replace(b'"age";', b"", 1))  # header lost a column
     with pytest.raises(DataError, match="missing age"):
         load_real("bank", root=tmp_path, download=False)
-    (folder / real.BANK_FILE).write_bytes(good[: len(good) - 40])  # last row cut short
+    (folder / real_raw.BANK_FILE).write_bytes(good[: len(good) - 40])  # last row cut short
     with pytest.raises(DataError, match="truncated"):
         load_real("bank", root=tmp_path, download=False)
 
@@ -341,8 +342,8 @@ def _ssl_frame(n=240, seed=0, extra=True):
     rng = np.random.default_rng(seed)
     df = pd.DataFrame({
         "SSL SCORE": rng.integers(150, 501, n),
-        real.SSL_AGE: rng.choice(AGES, n),
-        **{col: rng.integers(0, 6, n) for col in real.SSL_PREDICTORS[1:]},
+        real_raw.SSL_AGE: rng.choice(AGES, n),
+        **{col: rng.integers(0, 6, n) for col in real_raw.SSL_PREDICTORS[1:]},
         "SEX CODE CD": rng.choice(["M", "F"], n, p=[0.8, 0.2]),
         "RACE CODE CD": rng.choice(["BLK", "WHI", "WWH", "API"], n, p=[0.5, 0.3, 0.15, 0.05]),
     })
@@ -369,17 +370,17 @@ def _write_ssl(root: Path, df: pd.DataFrame, name="Strategic_Subject_List.csv") 
 def test_ssl_fixture_loads(tmp_path, fname):
     df = _ssl_frame()
     _write_ssl(tmp_path, df, fname)
-    keep = df[df["RACE CODE CD"].isin(["BLK", "WHI"])].dropna(subset=list(real.SSL_COLUMNS))
+    keep = df[df["RACE CODE CD"].isin(["BLK", "WHI"])].dropna(subset=list(real_raw.SSL_COLUMNS))
     table = load_table("ssl", tmp_path)
     assert table.n_rows == len(keep) and table.protected == "RACE CODE CD"
-    assert table.feature_names == (*real.SSL_PREDICTORS, "SEX CODE CD=F", "SEX CODE CD=M")
+    assert table.feature_names == (*real_raw.SSL_PREDICTORS, "SEX CODE CD=F", "SEX CODE CD=M")
     assert table.feature_groups[-2:] == ("SEX CODE CD", "SEX CODE CD")
-    assert table.categorical == ("SEX CODE CD",) and table.continuous == real.SSL_PREDICTORS
+    assert table.categorical == ("SEX CODE CD",) and table.continuous == real_raw.SSL_PREDICTORS
     np.testing.assert_array_equal(table.c, (keep["RACE CODE CD"] == "WHI").to_numpy())
     np.testing.assert_array_equal(table.y, (keep["SSL SCORE"] >= 250).to_numpy())
     age = {"less than 20": 10, "20-30": 20, "30-40": 30, "40-50": 40, "50-60": 50, "60-70": 60,
            "70-80": 70}
-    np.testing.assert_array_equal(table.X[:, 0], keep[real.SSL_AGE].map(age).to_numpy())
+    np.testing.assert_array_equal(table.X[:, 0], keep[real_raw.SSL_AGE].map(age).to_numpy())
     np.testing.assert_array_equal(table.X[:, -1], (keep["SEX CODE CD"] == "M").to_numpy())
     data = load_real("ssl", seed=1, root=tmp_path)
     assert data.X_train.shape[1] == 10 and data.X_train.dtype == np.float32
@@ -388,10 +389,10 @@ def test_ssl_fixture_loads(tmp_path, fname):
 
 
 def test_ssl_numeric_age_column_is_accepted():
-    assert real.ssl_age("less than 20") == 10.0 and real.ssl_age(" 20-30 ") == 20.0
-    assert real.ssl_age(35) == 35.0 and real.ssl_age("80+") == 80.0 and np.isnan(real.ssl_age(""))
+    assert real_raw.ssl_age("less than 20") == 10.0 and real_raw.ssl_age(" 20-30 ") == 20.0
+    assert real_raw.ssl_age(35) == 35.0 and real_raw.ssl_age("80+") == 80.0 and np.isnan(real_raw.ssl_age(""))
     with pytest.raises(ValueError):
-        real.ssl_age("old")
+        real_raw.ssl_age("old")
 
 
 def test_ssl_missing_columns_are_named(tmp_path):
@@ -416,7 +417,7 @@ def test_ssl_missing_file_message(tmp_path):
 
 def test_ssl_bad_content(tmp_path):
     df = _ssl_frame()
-    df.loc[df["RACE CODE CD"] == "BLK", real.SSL_AGE] = "ancient"
+    df.loc[df["RACE CODE CD"] == "BLK", real_raw.SSL_AGE] = "ancient"
     _write_ssl(tmp_path, df)
     with pytest.raises(DataError, match="unreadable age band 'ancient'"):
         load_table("ssl", tmp_path)
@@ -468,13 +469,13 @@ def test_downloads_are_verified_against_the_recorded_sha256(tmp_path, monkeypatc
 
 def test_bank_archive_with_other_bytes_is_refused(tmp_path, shared_root, monkeypatch):
     """A zip whose CSV differs from the recorded one (one byte): refused, nothing written."""
-    good = (shared_root / "aif360" / "bank" / real.BANK_FILE).read_bytes()
+    good = (shared_root / "aif360" / "bank" / real_raw.BANK_FILE).read_bytes()
     bad = good.replace(b"housemaid", b"housemaiD", 1)
     assert bad != good
 
     def fake_fetch(url, dest, timeout=None):
         with zipfile.ZipFile(dest, "w") as zf:
-            zf.writestr(f"bank-additional/{real.BANK_FILE}", bad)
+            zf.writestr(f"bank-additional/{real_raw.BANK_FILE}", bad)
 
     monkeypatch.setattr(real, "_fetch", fake_fetch)
     with pytest.raises(DataError, match="sha256") as err:

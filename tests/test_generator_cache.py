@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from faux.harness.cache import Cache, torch_loads
-from faux.synth.sampler import GENERATOR_VERSION, build_dataset_generator
+from faux.synth.dataset_generator import GENERATOR_VERSION, build_dataset_generator
 
 TINY = {"epochs": 2, "max_steps": 20, "hidden": 16, "depth": 1}
 
@@ -100,7 +100,7 @@ def test_two_cold_builds_are_bit_identical(tmp_path):
 
 def test_column_options_are_checked_before_training():
     from faux.errors import ConfigError
-    from faux.synth.sampler import check_synthetic_options
+    from faux.synth.generator_settings import check_synthetic_options
 
     ok = check_synthetic_options(xc="australian", xy="credit_g", bias=1, fusion="outer")
     assert ok["bias"] == 1.0 and set(ok["generator_cfgs"]) == {"australian", "credit_g"}
@@ -155,7 +155,9 @@ def test_generator_key_records_the_cpu_kernels():
     import sys
 
     import faux.kernels
-    from faux.synth.sampler import cpu_kernels, generator_cache_key, generator_config
+    from faux.kernels import cpu_kernels
+    from faux.synth.dataset_generator import generator_cache_key
+    from faux.synth.generator_settings import generator_config
 
     key = generator_cache_key("backache", generator_config("backache"))
     assert key["cpu"] == cpu_kernels() and key["cpu"].startswith(

@@ -236,7 +236,7 @@ def test_every_rule_names_a_field_the_configs_have():
 
     from faux.harness.validate import RULES, _walk
     from faux.methods.options import ScoreOptions
-    from faux.synth.sampler import GENERATOR_DEFAULT
+    from faux.synth.generator_settings import GENERATOR_DEFAULT
 
     configs = [sections for _, sections in _shipped_configs()]
     unknown = []

@@ -103,6 +103,16 @@ def test_make_uses_a_supported_python_and_the_constraints(make_copy, version):
     assert out.returncode == 0 and f"Python {version} at {exe}: supported" in out.stdout
 
 
+def test_package_data_names_files_that_exist():
+    """Each pattern of ``[tool.setuptools.package-data]`` matches a file of its package (the
+    ``py.typed`` marker: faux's typed dataclasses are its public API)."""
+    for package, patterns in PYPROJECT["tool"]["setuptools"]["package-data"].items():
+        folder = ROOT / "src" / package.replace(".", "/")
+        for pattern in patterns:
+            assert any(p.is_file() for p in folder.glob(pattern)), f"{package}: {pattern}"
+    assert (ROOT / "src" / "faux" / "py.typed").read_bytes() == b""
+
+
 def test_requires_python_admits_exactly_the_supported_versions():
     spec = Requirement(f"faux{PROJECT['requires-python']}").specifier
     for minor in range(8, 16):

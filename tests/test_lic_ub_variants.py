@@ -129,6 +129,6 @@ def test_the_path_mean_row_is_the_secant_and_a_table1_method_only():
     got = test.score(target, Batch(x_of_c(c), c, x_of_c=x_of_c))
     assert torch.allclose(got, secant, rtol=1e-6, atol=1e-8)
     assert "lic_ub_path" in registry.names(provides=("target", "aux", "train", "gan", "dxdc"))
-    assert "lic_ub_path" not in registry.READINGS_METHODS
+    assert "lic_ub_path" not in registry.readings_methods()
     with pytest.raises(ConfigError, match="x_of_c"):
         test.score(target, Batch(x_of_c(c), c))

@@ -12,7 +12,8 @@ from torch.nn import functional as F
 
 from faux.errors import DataError
 from faux.models.mlp import MLP, BinaryClassifier
-from faux.models.training import TensorBatches, as_binary, as_features, fit
+from faux.models.tensors import TensorBatches, as_binary, as_features
+from faux.models.training import fit
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 

@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from faux.errors import ConfigError
 from faux.harness import schema
 from faux.reports.readings import claims, paper, paper_distance
-from faux.studies.readings import AXES, NUMERIC, check_reading
+from faux.studies.reading_check import AXES, NUMERIC, check_reading
 
 ROOT = Path(__file__).resolve().parents[1]
 #: every reading as ``reading=`` selects it: conf/reading/*.yaml, then conf/reading/axes/*.yaml

@@ -24,6 +24,7 @@ from faux.reports.readings import (
     valid_reading,
 )
 from faux.studies import readings as R
+from faux.studies.reading_check import OUTPUT_AXES
 from faux.synth.ground_truth import ifs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,7 +108,7 @@ def test_the_logit_bias_readings_follow_the_same_switch():
                          ("p30_softmax_logitbias_logit", "logit")]:
         _, r = R.reading_of(_cfg(f"reading={name}"))
         assert r["c_path"] == "logit_bias" and r["output"] == output
-        assert {r[a] for a in R.OUTPUT_AXES} == {output}
+        assert {r[a] for a in OUTPUT_AXES} == {output}
         assert R.lic_ub_params(r)["output"] == output
 
 
@@ -118,7 +119,7 @@ def test_a_switch_on_a_reading_that_reads_another_output_is_refused_in_one_line(
         R.reading_of(_cfg("reading=p30_softmax", "reading.output=prob"))
     # a reading that follows the switch takes the other value whole
     _, r = R.reading_of(_cfg("reading=p30_softmax_prob", "reading.output=logit"))
-    assert {r[a] for a in R.OUTPUT_AXES} == {"logit"}
+    assert {r[a] for a in OUTPUT_AXES} == {"logit"}
 
 
 def test_the_earlier_readings_keep_their_outputs_one_axis_at_a_time():

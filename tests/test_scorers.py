@@ -7,7 +7,8 @@ from torch import nn
 
 import faux
 from faux.errors import ConfigError, DataError, FauxError
-from faux.methods.gradients import faux_from_gradients, input_gradients, ng_from_gradients
+from faux.methods.alignment import faux_from_gradients, ng_from_gradients
+from faux.methods.autograd import input_gradients
 from faux.methods.lic_ub import lic_ub
 
 D = 6

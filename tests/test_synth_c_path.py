@@ -11,9 +11,11 @@ from torch import nn
 from faux.errors import ConfigError
 from faux.harness.cache import key_of
 from faux.methods.lic_ub import lic_ub, lic_ub_composite
-from faux.synth.cvae import C_PATHS, CVAE, cvae_from_state, cvae_state, train_cvae
+from faux.synth.cvae import CVAE, cvae_from_state, cvae_state, train_cvae
+from faux.synth.dataset_generator import generator_cache_key
 from faux.synth.encoding import block_bounds
-from faux.synth.sampler import SyntheticGenerator, generator_cache_key, generator_config
+from faux.synth.generator_settings import C_PATHS, generator_config
+from faux.synth.sampler import SyntheticGenerator
 
 TINY = {"hidden": 24, "depth": 1, "latent_dim": 3, "epochs": 30, "max_steps": 150,
         "patience": None, "batch_size": 64}
@@ -89,7 +91,8 @@ def test_logit_bias_makes_its_own_key():
 
 
 def test_the_reading_names_c_path_only_off_its_default():
-    from faux.studies.readings import AXES, generator_settings
+    from faux.studies.reading_check import AXES
+    from faux.studies.readings import generator_settings
 
     assert AXES["c_path"] == C_PATHS
     base = {"beta": 0.2, "latent_dim": "table2", "decoding": "softmax", "tau": 0.3,

@@ -7,10 +7,8 @@ import pytest
 import torch
 
 from faux.errors import ConfigError, DataError
-from faux.synth.sampler import (
-    SyntheticGenerator,
-    generator_config,
-)
+from faux.synth.generator_settings import generator_config
+from faux.synth.sampler import SyntheticGenerator
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"hidden": 24, "depth": 1, "latent_dim": 3, "epochs": 30, "max_steps": 150,

@@ -24,7 +24,7 @@ from audit_validity import planted_world, proba, world_models  # noqa: E402
 
 from faux.audit.counterfactual import effects as E  # noqa: E402
 from faux.audit.scores.aux import train_aux  # noqa: E402
-from faux.audit.sources.data import ProtectedInfo  # noqa: E402
+from faux.audit.sources.protected import ProtectedInfo  # noqa: E402
 
 
 def flags(model, auxes, gaps, zt, ct, layout, mu, sd, *, mirror, reach, seeds):

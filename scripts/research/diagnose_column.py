@@ -55,7 +55,7 @@ def main() -> None:
         s = score(method, pc.target, aux, x, **opts)
         print(f"  {label:18s} AP {average_precision(pc.labels, s):.3f}  "
               f"top30 AP {ap_top_fraction(pc.ifs_test, s):.3f}")
-    from faux.methods.gradients import input_gradients
+    from faux.methods.autograd import input_gradients
 
     cos = torch.nn.functional.cosine_similarity(input_gradients(aux, x), pc.test.dx_dc, dim=1)
     print(f"  median |cos(grad f_aux, dx/dc)| {cos.abs().median().item():.2f}")

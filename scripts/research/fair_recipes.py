@@ -125,7 +125,7 @@ def refit_head(model, x, y, *, l2: float = 1e-4, max_iter: int = 200):
     import torch
     from torch.nn import functional as F
 
-    from faux.models.training import as_binary, as_features
+    from faux.models.tensors import as_binary, as_features
 
     x = as_features(x, "x")
     y = as_binary(y, x.shape[0], "y")

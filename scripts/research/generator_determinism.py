@@ -18,7 +18,8 @@ import time
 import torch
 
 from faux.harness.cache import Cache
-from faux.synth.sampler import build_dataset_generator, cpu_kernels
+from faux.kernels import cpu_kernels
+from faux.synth.dataset_generator import build_dataset_generator
 
 
 def _other_work() -> None:

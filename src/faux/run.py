@@ -28,7 +28,6 @@ from omegaconf import DictConfig
 
 from faux.errors import FauxError
 from faux.harness import exits, identity, joblog, results, validate
-from faux.harness.exits import composition_error  # noqa: F401  (the one line of a bad config)
 from faux.methods import registry
 from faux.studies import job
 

@@ -16,7 +16,8 @@ import types
 from faux.audit.api_words import speaks_python
 from faux.audit.audit_doc import module_doc, python_words
 from faux.audit.core import audit as _audit
-from faux.audit.result import AuditResult, FauxAuditWarning
+from faux.audit.notices import FauxAuditWarning
+from faux.audit.result import AuditResult
 from faux.audit.settings import AuditSettings
 
 audit = speaks_python(_audit, words=python_words())

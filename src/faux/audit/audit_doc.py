@@ -24,8 +24,8 @@ INPUTS = """\
 model : torch.nn.Module, estimator, callable or path
     The model under test: a torch module returning logits, a fitted scikit-learn-like
     classifier or regressor (a ``Pipeline`` that encodes its own string columns is audited
-    after its encoders), a function ``x -> probability``, or a model file (TorchScript,
-    torch.export, ONNX, LightGBM, skops, pickle; see ``faux.audit.loaders.models``). A model that
+    after its encoders), a function ``x -> probability``, or a model file (of a format
+    ``faux audit --help`` lists under ``--model``: ``faux.audit.loaders.formats``). A model that
     stores the columns it was fitted on (scikit-learn's ``feature_names_in_``, a LightGBM
     Booster's ``feature_name()`` other than ``Column_0, ...``) is fed them by name: the
     data's column order does not matter, and a column it lacks is refused.

@@ -59,12 +59,12 @@ INPUT_FLAGS = {"model": "--model", "data": "--data", "protected": "--protected",
 
 def _add_inputs(a) -> None:
     """The model, the data and the outputs: the arguments that are not settings."""
+    from faux.audit.loaders.formats import model_help
+
     a.add_argument("--model", required=True, metavar="PATH",
-                   help="the model under test: TorchScript (.pt, torch.jit.save), "
-                   "torch.export (.pt2), scikit-learn/LightGBM via skops (.skops), ONNX (.onnx), "
-                   "a LightGBM text model, or pickle/joblib (only with --trust-pickle). It "
-                   "outputs a logit (torch) or a probability of the positive class, or, a "
-                   "regressor, a predicted value (see --task); a model that stores the names "
+                   help=f"the model under test: {model_help()}. It outputs a logit (torch) "
+                   "or a probability of the positive class, or, a regressor, a predicted "
+                   "value (see --task); a model that stores the names "
                    "of the columns it was fitted on reads them by name, any other the "
                    "feature columns in the given order")
     a.add_argument("--data", required=True, metavar="PATH",
@@ -208,7 +208,7 @@ def _parse(argv):
 def _warnings_as_lines():
     """The audit's ``FauxAuditWarning``s as ``faux audit: warning: ...`` lines on stderr, each
     when it is raised; other warnings as Python shows them."""
-    from faux.audit.result import FauxAuditWarning
+    from faux.audit.notices import FauxAuditWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("always", FauxAuditWarning)
@@ -303,7 +303,7 @@ def _main(argv, settled) -> int:
         print(TERMINATED, file=sys.stderr)
         return EXIT_TERMINATED
     except OSError as err:
-        from faux.audit.report.writing import DISK_FULL, disk_full_message
+        from faux.harness.disk import DISK_FULL, disk_full_message
 
         if err.errno not in DISK_FULL:
             traceback.print_exc()

@@ -22,55 +22,27 @@ from __future__ import annotations
 
 from faux.audit import inputs, stages
 from faux.audit.audit_doc import document
-from faux.audit.interrupts import (  # noqa: F401 (re-exported)
-    EXIT_TERMINATED,
+from faux.audit.interrupts import (
     AuditInterrupted,
     AuditTerminated,
     Terminated,
     check_signals,
     interruptible,
 )
-from faux.audit.passes.score_pass import (  # noqa: F401 (re-exported)
-    N_TOP,
-    PLOT_SAMPLE,
-    rewrite_flagged,
-    score_all,
-    top_frame,
-)
-from faux.audit.report.outputs import (  # noqa: F401 (re-exported)
-    MARKER,
-    OUTPUT_FILES,
-    SUMMARY_SCHEMA,
-    OutputError,
-    Staging,
+from faux.audit.notices import collecting, warn
+from faux.audit.notices import current as _current_warnings
+from faux.audit.report.outputs import (
     disk_full,
-    disk_full_error,
-    inspect_out,
     move_into_place,
     write_staged,
 )
-from faux.audit.report.summary import (  # noqa: F401 (re-exported)
-    OFF_SUPPORT_WARN,
-    UNREACHABLE_WARN,
-)
 from faux.audit.report.summary import build as build_summary
 from faux.audit.report.summary import result_warnings as _result_warnings
-from faux.audit.result import AuditResult, FauxAuditWarning, collecting, warn  # noqa: F401
-from faux.audit.result import current as _current_warnings
-from faux.audit.scores.ranking import feature_groups, feature_ranking  # noqa: F401 (re-exported)
-from faux.audit.settings import (  # noqa: F401 (re-exported)
-    ALPHA,
-    DEFAULTS,
-    FD_STEP_LOW_WARN,
-    FD_STEP_MAX,
-    FD_STEP_WARN,
-    NULL_PERMUTATIONS,
+from faux.audit.result import AuditResult
+from faux.audit.settings import (
     AuditSettings,
-    check_fd_step_for,
     from_keywords,
 )
-
-RULE_MANUAL, RULE_QUANTILE, RULE_BH = "manual threshold", "null quantile", "benjamini-hochberg"
 
 
 @document  # the parameters, returns and raises: faux.audit.audit_doc

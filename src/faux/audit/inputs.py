@@ -20,14 +20,9 @@ from faux.audit.notices import warn
 from faux.audit.progress import Progress
 from faux.audit.report.outputs import OUTPUT_FILES, inspect_out
 from faux.audit.settings import AuditSettings, check_fd_step_for
-from faux.audit.sources.data import (
-    ArraySource,
-    check_columns,
-    open_source,
-    protected_list,
-    refuse_repeated,
-    suggestion,
-)
+from faux.audit.sources.array_source import ArraySource
+from faux.audit.sources.columns import check_columns, protected_list, refuse_repeated, suggestion
+from faux.audit.sources.data import open_source
 from faux.audit.verdict.rule import Settings as EffectSettings
 from faux.audit.verdict.rule import check_for_task
 from faux.errors import ConfigError, DataError

@@ -1,4 +1,5 @@
-"""What an audit returns (``AuditResult``) and how it warns (``FauxAuditWarning``).
+"""What an audit returns (``AuditResult``); how it warns (``FauxAuditWarning``) is
+``faux.audit.notices``.
 
 Warnings that concern the result (an aux model near chance, rows the counterfactual could
 not reach or that left the data's support, a Pipeline audited after its encoders, an unusual
@@ -11,8 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-
-from faux.audit.notices import FauxAuditWarning, collecting, current, warn  # noqa: F401
 
 
 class AuditResult:

@@ -23,7 +23,7 @@ from faux.audit.notices import warn
 from faux.audit.passes.groups import AUX_SEEDS, MIN_CELL
 from faux.audit.scores.calibration import SEED_MAX
 from faux.audit.scores.methods import audit_methods, default_methods
-from faux.audit.sources.data import PROTECTED_TYPES
+from faux.audit.sources.protected import PROTECTED_TYPES
 from faux.audit.verdict.rule import (
     DECISION_THRESHOLD,
     MATERIALITY,

@@ -65,7 +65,7 @@ from faux.audit.scores.calibration import NullSettings, null_quantile, null_scor
 from faux.audit.scores.methods import threshold as default_threshold
 from faux.audit.scores.ranking import feature_groups, feature_ranking
 from faux.audit.settings import AuditSettings
-from faux.audit.sources.data import scan
+from faux.audit.sources.data_scan import scan
 from faux.audit.verdict.flagged_rows import RowValues
 from faux.errors import ConfigError
 

@@ -50,24 +50,14 @@ import numpy as np
 import pandas as pd
 
 from faux.data.download import RECORDED_SHA256, download_verified, verify_file
-from faux.data.real_raw import (  # noqa: F401  (the raw files' columns, read here too)
-    ADULT_COLUMNS,
-    ADULT_LABELS,
-    ADULT_NUMERIC,
-    BANK_COLUMNS,
+from faux.data.real_raw import (
     BANK_FILE,
-    BANK_NUMERIC,
-    SSL_AGE,
-    SSL_COLUMNS,
-    SSL_HINT,
-    SSL_PREDICTORS,
     SSL_RACE,
     SSL_SCORE,
     SSL_SEX,
     parse_adult_frame,
     parse_bank_frame,
     read_ssl_frame,
-    ssl_age,
     ssl_candidates,
     ssl_path,
 )
@@ -261,11 +251,6 @@ def _standard_dataset(df: pd.DataFrame, **kw):
                         f"file") from None
     finally:
         root_logger.setLevel(level)
-
-
-def aif360_kwargs(name: str) -> dict:
-    """The ``StandardDataset`` arguments used for ``name`` (aif360's defaults, but see module doc)."""
-    return dict(spec(name).aif360)
 
 
 def aif360_dataset(name: str, root=None, download: bool = True):

@@ -8,6 +8,9 @@ that fails on a full disk stops its sweep (``faux.harness.guard.SweepGuard`` rai
 ``python -m faux.run`` then prints the sweep's summary (every job counted: ok, failed, not
 run) and :func:`message` as one ``error:`` line, exit 1. The job's log file on that disk
 stays quiet about the failed writes (:func:`quiet_log_files`): the one line says it.
+
+``faux audit``, which writes its outputs once, says it in its own line
+(:func:`disk_full_message`: nothing was written, write elsewhere with ``--out``).
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ import shutil
 import sys
 from pathlib import Path
 
-#: the errors of a disk (or a quota) without room for the write
-FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+#: the errnos of a disk (or a quota) without room for the write
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 class DiskFull(OSError):
@@ -51,7 +54,7 @@ def is_full(exc: BaseException | None) -> bool:
     """True when ``exc`` (or an exception it was raised from) is ENOSPC / EDQUOT."""
     seen = 0
     while exc is not None and seen < 10:
-        if isinstance(exc, OSError) and exc.errno in FULL_ERRNOS:
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL:
             return True
         exc = exc.__cause__ or exc.__context__
         seen += 1
@@ -64,38 +67,54 @@ def full_path(exc: BaseException | None) -> Path | None:
     while exc is not None and seen < 10:
         if isinstance(exc, DiskFull):
             return exc.path
-        if isinstance(exc, OSError) and exc.errno in FULL_ERRNOS and exc.filename:
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL and exc.filename:
             return Path(exc.filename)
         exc = exc.__cause__ or exc.__context__
         seen += 1
     return None
 
 
-def _fmt_bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
+def human_bytes(n: float) -> str:
+    """``123456789`` -> ``117.7 MiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    return f"{n:.1f} TiB"
+    raise AssertionError("unreachable")
 
 
-def free_space(path) -> tuple[str, str]:
-    """(free bytes as text, the existing folder it was measured on) for ``path``."""
-    p = Path(path)
+def free_bytes(path) -> tuple[int | None, Path]:
+    """The bytes free on the disk holding ``path`` (None when they cannot be read) and the
+    nearest existing folder they were measured on."""
+    p = Path(os.path.abspath(path))
     while not p.exists() and p != p.parent:
         p = p.parent
     try:
-        return _fmt_bytes(shutil.disk_usage(p).free), str(p)
+        return shutil.disk_usage(p).free, p
     except OSError:
-        return "?", str(p)
+        return None, p
 
 
 def message(exc: BaseException | None, path=None) -> str:
-    """The one line for a full disk: the file, the free space, how to go on."""
+    """The one line of a sweep for a full disk: the file, the free space, how to go on."""
     where = full_path(exc) or (Path(path) if path is not None else Path.cwd())
-    free, on = free_space(where)
-    return (f"no space left on device writing {where} ({free} free on {on}); free some "
+    free, on = free_bytes(where)
+    return (f"no space left on device writing {where} "
+            f"({'?' if free is None else human_bytes(free)} free on {on}); free some "
             f"space, then rerun the same command to resume (finished jobs are reused)")
+
+
+def disk_full_message(path, *, what: str = "", staged: int | None = None) -> str:
+    """The one line of ``faux audit`` for a disk that filled while writing ``path``
+    (``what``: the file being written, when ``path`` is its folder; ``staged``: bytes written
+    when it filled)."""
+    free, _ = free_bytes(path)
+    detail = f"{what}; " if what else ""
+    detail += f"{'an unknown amount' if free is None else human_bytes(free)} free there"
+    if staged:
+        detail += f", {human_bytes(staged)} of outputs written before it filled"
+    return (f"no space left on the disk writing {path} ({detail}); free some space or write "
+            "elsewhere (--out), then rerun; nothing written")
 
 
 def raise_if_full(exc: OSError, path) -> None:

@@ -9,7 +9,7 @@ holds a default where a group's files leave a key out.
 
 A reading's allowed values are the ``choices`` of its fields (:data:`Reading`); OmegaConf
 checks the types at composition and :meth:`Reading.__post_init__` the choices
-(``faux.studies.readings.check_reading``). Loaded without torch; Hydra only in
+(``faux.studies.reading_check.check_reading``). Loaded without torch; Hydra only in
 :func:`register`.
 """
 
@@ -65,13 +65,14 @@ class Profile:
 @dataclass
 class Synthetic:
     """conf/synthetic/*.yaml: the reading-independent settings of the synthetic studies (what
-    the reading changes is applied by ``faux.studies.readings.synth_settings``)."""
+    the reading changes is applied by ``faux.studies.readings.synth_settings``). ``methods``:
+    a method's own settings block by its registered name (``own_params``; checked against
+    the registry by ``faux.studies.config``), e.g. ``+synthetic.methods.faux_path.steps=16``."""
 
     threshold_k: float = MISSING
     options: dict[str, Any] = MISSING
     generators: dict[str, Any] = MISSING
-    unfair_map: dict[str, Any] = MISSING
-    faux_path: dict[str, Any] = MISSING
+    methods: dict[str, Any] = field(default_factory=dict)
     aux_trainer: str = MISSING
 
 
@@ -112,13 +113,13 @@ class Reading:
     # the column's recipe, or pooled over targets of A.7.5's random widths and depths
     reference: str = choice("own", "pooled")
     # Definition 1 / A.4 eqs. 16-17, x = f_g(z_perp, psi(c)): how c enters the c-side CVAE's
-    # decoder, as an input beside z or as c * b added to its logits (faux.synth.cvae.C_PATHS)
+    # decoder, as an input beside z or as c * b added to its logits (faux.synth.generator_settings.C_PATHS)
     c_path: str = choice("decoder_input", "logit_bias")
     # one output of the target for every test, or each output axis on its own: the IFS (eq.
     # 38), LIC-UB and the gradient tests (eqs. 5, 9, 10) on probabilities ("the prediction y
     # in this paper is a probability") or on logits; per_axis = ifs_output, target_output,
     # aux_output, lic_ub_output as written (the readings before this axis). Under prob or
-    # logit those four must agree with it (faux.studies.readings.check_reading)
+    # logit those four must agree with it (faux.studies.reading_check.check_reading)
     output: str = choice("per_axis", "prob", "logit")
     # A.11.2 "MLPs for all auxiliary models, varying the depth and width across different
     # experimental runs": fixed = model.aux's width and depth for every run; varied = each

@@ -136,7 +136,7 @@ RULES: dict[str, Rule] = {
     "profile.fig5.synth.n_test": COUNT,
     "profile.fig11.runs": COUNT,
     "profile.fig11.quality_rows": COUNT_OR_NULL,
-    # CVAE settings (faux.synth.sampler.GENERATOR_DEFAULT): the profile's for every dataset,
+    # CVAE settings (faux.synth.generator_settings.GENERATOR_DEFAULT): the profile's for every dataset,
     # the study's per dataset
     **{f"{prefix}.{k}": rule
        for prefix in ("profile.generators", "synthetic.generators.*")

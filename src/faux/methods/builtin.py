@@ -194,6 +194,7 @@ class FTAMethod(Gradient):
 class FTALinMethod(Refit):
     name, label, short, paper_row = "fta_lin", "FTA + lin. aux", "FTA+lin", 2
     needs = frozenset({"target", "train"})
+    own_params = True
 
     def make(self):
         from faux.methods.fta_lin import FTALin

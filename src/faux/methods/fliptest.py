@@ -29,7 +29,7 @@ from sklearn.linear_model import LogisticRegression
 
 from faux.errors import ConfigError, DataError
 from faux.methods.autograd import check_model, check_output, check_x, forward_logits
-from faux.models.training import as_binary, as_features
+from faux.models.tensors import as_binary, as_features
 from faux.models.wgan import GANSpec, gan_quality, train_fliptest_gans_many
 
 

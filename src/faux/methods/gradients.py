@@ -56,16 +56,6 @@ import torch
 from torch import nn
 
 from faux.errors import ConfigError
-
-# the public names of the scorers' parts, importable from here as before (their homes:
-# faux.methods.alignment for the formulas, faux.methods.autograd for the gradients)
-from faux.methods.alignment import (  # noqa: F401  (public)
-    check_aux_not_constant,
-    faux_from_gradients,
-    ng_from_gradients,
-    normalise_gradients,
-)
-from faux.methods.autograd import DEFAULT_BATCH_SIZE, input_gradients  # noqa: F401  (public)
 from faux.methods.builtin import Gradient
 from faux.methods.options import ScoreOptions
 from faux.methods.registry import get, names

@@ -117,7 +117,8 @@ class Base:
     transparency: ClassVar[bool] = False
     #: ScoreOptions fields only this test reads (other tests' results do not depend on them)
     own_options: ClassVar[tuple[str, ...]] = ()
-    #: reads a settings block of its own, ``MethodConfig.params[name]``, that no other reads
+    #: reads a settings block of its own, ``MethodConfig.params[name]``, that no other reads;
+    #: the studies fill it from the config's ``methods.<name>`` (``faux.studies.config``)
     own_params: ClassVar[bool] = False
     #: the audit: the default flagging threshold (None: the audit does not offer the test)
     audit_threshold: ClassVar[float | None] = None

@@ -5,7 +5,9 @@ Studies, reports, the audit and the Hydra sweep lists read this table (``names()
 :class:`faux.methods.protocol.FairnessTest` (``Class(config)``, ``fit(data, seed)``,
 ``score(target, batch)``) whose class attributes say what it is (``name``, ``label``,
 ``needs``, ``paper_row``, ``runs``, options, audit settings: ``faux.methods.protocol.Base``),
-and one ``register(Class)``. ``needs`` says what a study must provide:
+and one ``register(Class)`` (docs/add_method.md). Everything here is read when asked, never
+computed at import, so the order of registrations does not matter. ``needs`` says what a
+study must provide:
 
 - ``target`` the model under test; ``aux`` an aux model predicting c (the study trains it);
 - ``train`` training rows (x, c) to fit on; ``gan`` GAN settings (``MethodConfig.params``);
@@ -17,7 +19,7 @@ base, base+1, ...), ``"tens"`` (10, 20, ...: Unfair Map's metric seeds, A.11.3).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from faux.errors import ConfigError
 from faux.methods import builtin
@@ -110,14 +112,32 @@ def check_names(values: Iterable[str], what: str = "method list") -> list[str]:
     return values
 
 
+def readings_methods() -> tuple[str, ...]:
+    """The readings study's tests: every registered test that needs no GAN, but Unfair Map
+    (optional there; its 200-step attack per row would be most of the study's time) and
+    LIC-UB's path mean (a reading's ``lic_ub_at`` axis already takes it). Read when asked, so
+    a test registered after this module loads is one of them. Here, not in
+    faux.studies.readings, so that reports read it without importing Lightning."""
+    return tuple(n for n in names(provides=("target", "aux", "train", "dxdc"))
+                 if n not in (builtin.UnfairMapMethod.name, builtin.LicUBPathMethod.name))
+
+
+def own_blocks(blocks, what: str) -> dict[str, dict]:
+    """``blocks`` (method name -> its settings block, ``MethodConfig.params[name]``; None:
+    none) as plain dicts; ConfigError naming an entry that is not a registered method with a
+    block of its own (``own_params``) or whose block is not a mapping."""
+    out = {}
+    for name, block in dict(blocks or {}).items():
+        if name not in _METHODS or not _METHODS[name].own_params:
+            own = [m.name for m in methods() if m.own_params]
+            raise ConfigError(f"{what}.{name}: not a method with settings of its own; "
+                              f"choose from {', '.join(own)}")
+        if block is not None and not isinstance(block, Mapping):
+            raise ConfigError(f"{what}.{name} must map option names to values, got {block!r}")
+        out[name] = dict(block or {})
+    return out
+
+
 # --------------------------------------------------------------------------- the table
 for _method in (*builtin.PAPER, *builtin.EXTENSIONS):
     register(_method)
-
-#: the readings study's tests: every registered test that needs no GAN, but Unfair Map
-#: (optional there; its 200-step attack per row would be most of the study's time) and
-#: LIC-UB's path mean (a reading's ``lic_ub_at`` axis already takes it). Here, not in
-#: faux.studies.readings, so that reports read it without importing Lightning.
-READINGS_METHODS = tuple(n for n in names(provides=("target", "aux", "train", "dxdc"))
-                         if n not in (builtin.UnfairMapMethod.name,
-                                      builtin.LicUBPathMethod.name))

@@ -24,7 +24,8 @@ from torch.nn import functional as F
 
 from faux.errors import ConfigError
 from faux.models.net import MLP, check_classification_data, mlp_accuracy
-from faux.models.training import TabularModule, fit, n_params
+from faux.models.tensors import n_params
+from faux.models.training import TabularModule, fit
 
 
 class BinaryClassifier(TabularModule):

@@ -37,7 +37,8 @@ from torch.nn import functional as F
 from faux.errors import ConfigError
 from faux.models.mlp import MLP, MLPSpec, check_classification_data, mlp_accuracy
 from faux.models.stack_training import train_stack
-from faux.models.training import TensorBatches, curve_loggers, n_params, resolve_device
+from faux.models.tensors import TensorBatches, n_params
+from faux.models.training import curve_loggers, resolve_device
 
 
 class _StackedLinear(torch.autograd.Function):

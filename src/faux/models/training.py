@@ -30,7 +30,7 @@ from pytorch_lightning.callbacks import Callback, EarlyStopping
 
 from faux.errors import ConfigError
 from faux.harness.curves import curve_loggers, curves_to, job_logger, training_role
-from faux.models.tensors import TensorBatches, as_binary, as_features, n_params  # noqa: F401
+from faux.models.tensors import TensorBatches
 
 #: the job's curve loggers (``faux.harness.curves``), for the modules that train
 __all__ = ["curve_loggers", "curves_to", "training_role"]

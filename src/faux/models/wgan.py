@@ -49,7 +49,8 @@ from scipy.stats import ks_2samp
 from faux.errors import ConfigError, DataError
 from faux.models.mlp import MLP
 from faux.models.stacked import StackedMLP
-from faux.models.training import as_binary, as_features, fit, n_params, training_role
+from faux.models.tensors import as_binary, as_features, n_params
+from faux.models.training import fit, training_role
 
 
 @dataclass(frozen=True)

@@ -26,28 +26,8 @@ import pandas as pd
 from faux.methods import registry
 from faux.methods.builtin import FAuxNGMethod
 from faux.reports.base import Report, fmt, write_tables
-from faux.reports.fig4_plot import (  # noqa: F401  (the figure's names, as before)
-    COLORS,
-    FAIL_COLOR,
-    FAIR_COLOR,
-    MODEL_NAMES,
-    MODELS,
-    TICKS,
-    UNFAIR_COLOR,
-    box_stats,
-    check_line,
-    fig4_figure,
-)
-from faux.reports.real_models import (  # noqa: F401  (the check's table, as before)
-    MODEL_FACTS,
-    MODEL_LABELS,
-    fail_mark,
-    flags_md,
-    models_frame,
-    models_md,
-    row_of,
-    verdict_cell,
-)
+from faux.reports.fig4_plot import MODEL_NAMES, MODELS, fig4_figure
+from faux.reports.real_models import flags_md, models_frame, models_md, row_of, verdict_cell
 from faux.reports.real_sweep import (
     DATASET_LABELS,
     RealSweep,

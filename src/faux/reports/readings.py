@@ -32,7 +32,7 @@ from faux.methods.builtin import (
     FTAMethod,
     LicUBMethod,
 )
-from faux.methods.registry import READINGS_METHODS as METHODS
+from faux.methods.registry import readings_methods
 from faux.metrics.ranking import normalised_ap
 from faux.reports import paper_values as P
 from faux.reports.base import Report, done, write_tables
@@ -53,8 +53,6 @@ CLAIMS = {
     "C5": "best fAux variant >= 0.9 on the 4 concat columns",
 }
 FIT_ROWS = (FAUX, NG, IG, LIC)
-#: the study's tests that are rows of the paper's Table 1 (fAux path is not: no paper row)
-PAPER_ROWS = tuple(m for m in METHODS if m in P.TABLE1)
 C1_AP = 0.9                     # LIC-UB must rank the labels at least this well everywhere
 MIN_RATE = 0.15                 # a valid reading has at least this many positives per column
 CAPS = P.table1_prevalence_caps()
@@ -200,7 +198,7 @@ def frame_of(results: list[dict]) -> pd.DataFrame:
             row[f"linearity_gap {c}"] = d["lin"].get(c, np.nan)
             row[f"lin_gap {c}"] = gaps[c]
             row[f"grad_cos {c}"] = d["cos"].get(c, np.nan)
-            for meth in METHODS:
+            for meth in readings_methods():
                 ap = d["ap"].get(meth, {}).get(c, np.nan)
                 row[f"{meth} {c}"] = ap
                 row[f"nap {meth} {c}"] = normalised_ap(ap, rate)
@@ -313,16 +311,21 @@ def _choices_md(df: pd.DataFrame) -> list[str]:
     return lines
 
 
+def paper_rows() -> tuple[str, ...]:
+    """The study's tests that are rows of the paper's Table 1 (fAux path is not: no paper row)."""
+    return tuple(m for m in readings_methods() if m in P.TABLE1)
+
+
 def _nap_md(df: pd.DataFrame, short: list[str]) -> list[str]:
     """Normalised AP per method and column, the paper's first."""
     lines = ["", "Normalised AP, (AP − π)/(1 − π) (0 = chance, 1 = perfect), per method and "
              "column; the paper's row is its AP normalised at its cap (a lower bound):", "",
              "| reading | row | " + " | ".join(short) + " |", "|---|---|" + "---|" * len(COLUMNS)]
-    for m in PAPER_ROWS:
+    for m in paper_rows():
         lines.append(f"| paper | {short_label(m)} | " + " | ".join(
             f"{normalised_ap(paper(m, c), CAPS[c]):+.2f}" for c in COLUMNS) + " |")
     for _, r in df.iterrows():
-        for m in METHODS:
+        for m in readings_methods():
             lines.append(f"| {r['reading']} | {short_label(m)} | " + " | ".join(
                 "" if pd.isna(r[f"nap {m} {c}"]) else f"{r[f'nap {m} {c}']:+.2f}"
                 for c in COLUMNS) + " |")
@@ -362,7 +365,7 @@ def _ap_md(df: pd.DataFrame, short: list[str]) -> list[str]:
     """AP per method and column, with each reading's positive rate and aux accuracy."""
     lines = ["", "AP per method and column (the paper's first):", "",
              "| reading | row | " + " | ".join(short) + " |", "|---|---|" + "---|" * len(COLUMNS)]
-    for m in PAPER_ROWS:
+    for m in paper_rows():
         lines.append(f"| paper | {short_label(m)} | "
                      + " | ".join(f"{paper(m, c):.3f}" for c in COLUMNS) + " |")
     for _, r in df.iterrows():
@@ -370,7 +373,7 @@ def _ap_md(df: pd.DataFrame, short: list[str]) -> list[str]:
                      + " | ".join(f"{r[f'rate {c}']:.2f}" for c in COLUMNS) + " |")
         lines.append(f"| {r['reading']} | aux accuracy | "
                      + " | ".join(f"{r[f'aux_acc {c}']:.2f}" for c in COLUMNS) + " |")
-        for m in METHODS:
+        for m in readings_methods():
             lines.append(f"| {r['reading']} | {short_label(m)} | "
                          + " | ".join(f"{r[f'{m} {c}']:.3f}" for c in COLUMNS) + " |")
     return lines

@@ -38,8 +38,10 @@ from faux.models.training import resolve_device, training_role
 from faux.studies import synth_defaults
 from faux.studies.resources import Phases
 from faux.synth.abduction import COUNTERFACTUALS, abduced_counterfactual
+from faux.synth.dataset_generator import GENERATOR_VERSION
+from faux.synth.generator_settings import generator_config
 from faux.synth.ground_truth import ifs, ifs_labels, ifs_threshold, positive_rate
-from faux.synth.sampler import GENERATOR_VERSION, SyntheticGenerator, SyntheticSet, generator_config
+from faux.synth.sampler import SyntheticGenerator, SyntheticSet
 
 log = logging.getLogger("faux.studies")
 

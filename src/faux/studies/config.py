@@ -4,7 +4,8 @@ Each study's ``Settings.from_config(cfg)`` reads its own keys and calls these fo
 shared ones; no other code reads config keys (the studies' ``run`` functions take settings).
 Where the methods' settings sit in the config tree is written here and nowhere else: the
 gradient tests' options under ``synthetic.options``, a method's own block under
-``synthetic.<name>`` (``own_params``), the GAN under ``model.gan``, and the keys of each need
+``synthetic.methods.<name>`` (``own_params``; the real-data study's under
+``real_study.methods.<name>``), the GAN under ``model.gan``, and the keys of each need
 (:func:`foreign_keys`, for the config hash of a one-method job). Loaded without torch.
 """
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 #: the config node of the gradient tests' options (ScoreOptions fields) in synthetic studies
 OPTIONS_NODE = "synthetic.options"
 #: the config node holding a method's own settings block, ``<node>.<method name>``
-PARAMS_NODE = "synthetic"
+PARAMS_NODE = "synthetic.methods"
 #: config keys read only where a method has the need (a job for a method without the need
 #: leaves them out of its config hash)
 NEED_KEYS = {"aux": ("model.aux", "synthetic.aux_trainer"), "gan": ("model.gan", "profile.gan_steps")}
@@ -73,13 +74,21 @@ def column_settings(cfg: dict, sizes: dict | None = None, **reading) -> ColumnSe
     return ColumnSettings(**{**own, **reading})
 
 
-def synthetic_params(target_output: str, lic_ub: dict, own: dict | None = None) -> dict:
-    """The settings blocks of a synthetic study's methods (``MethodConfig.params``): FTA +
-    lin. aux differentiates the reading's target output, LIC-UB takes the reading's
-    ``lic_ub`` (``readings.lic_ub_params``), and ``own`` is the ``synthetic`` node, whose
-    block of each method with ``own_params`` that method reads."""
-    out = {m.name: own.get(m.name) for m in registry.methods() if m.own_params} if own else {}
-    return {**out, FTALinMethod.name: {"output": target_output}, LicUBMethod.name: lic_ub}
+def own_blocks(node: dict | None, where: str) -> dict[str, dict]:
+    """The ``methods`` node under ``node`` (``where`` names ``node`` in messages): each
+    method's own settings block by its name, checked against the registry
+    (``registry.own_blocks``)."""
+    return registry.own_blocks((node or {}).get("methods"), f"{where}.methods")
+
+
+def synthetic_params(target_output: str, lic_ub: dict, synthetic: dict | None = None) -> dict:
+    """The settings blocks of a synthetic study's methods (``MethodConfig.params``): the
+    ``synthetic`` node's ``methods`` blocks (:func:`own_blocks`), with FTA + lin. aux on the
+    reading's target output and LIC-UB on the reading's ``lic_ub``
+    (``readings.lic_ub_params``)."""
+    out = own_blocks(synthetic, "synthetic")
+    fta_lin = {**out.get(FTALinMethod.name, {}), "output": target_output}
+    return {**out, FTALinMethod.name: fta_lin, LicUBMethod.name: lic_ub}
 
 
 def method_config(cfg: dict, options, params: dict | None = None) -> MethodConfig:

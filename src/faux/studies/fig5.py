@@ -98,7 +98,7 @@ class Settings:
 
 def target_grad_norm(target: torch.nn.Module, x: torch.Tensor, output: str) -> np.ndarray:
     """``|grad_x f_tar(x)|_2`` per row (of sigma(logit) when ``output == "prob"``)."""
-    from faux.methods.gradients import input_gradients
+    from faux.methods.autograd import input_gradients
 
     g = input_gradients(target, x, output=output)
     return g.reshape(g.shape[0], -1).norm(dim=1).double().numpy()

@@ -38,16 +38,7 @@ from faux.studies.column import (
     prepare_shared,
     test_batch,
 )
-from faux.studies.reading_check import (  # noqa: F401  (the study's names, re-exported)
-    AXES,
-    NUMERIC,
-    OUTPUT_AXES,
-    OUTPUT_WORDS,
-    ReadingCheck,
-    check_output_switch,
-    check_reading,
-    sweep_readings,
-)
+from faux.studies.reading_check import AXES, check_reading
 from faux.studies.resources import Phases
 
 JOB = "readings_cell"
@@ -57,8 +48,6 @@ TARGET_ARCH = {"2x64": (64, 2), "3x128": (128, 3)}
 #: "varying the depth and width across different experimental runs"; sizes not given)
 AUX_WIDTHS = (32, 64, 128)
 AUX_DEPTHS = (1, 2, 3)
-#: the tests of the study (faux.methods.registry.READINGS_METHODS)
-METHODS = registry.READINGS_METHODS
 
 
 def aux_spec_for(spec: MLPSpec, seed: int, arch: str = "fixed") -> MLPSpec:
@@ -232,11 +221,6 @@ def calibration_ifs(col: Column, cs: ColumnSettings, target_spec: MLPSpec, seed:
     return prepare_shared(sib, cs, target_spec, seed, sizes).pc.ifs_test
 
 
-def calibrated_k(pc: PreparedColumn, threshold: float) -> float:
-    """The k of ``threshold = k * std(bias-0 IFS)`` (reported beside the calibrated rule)."""
-    return float(threshold / float(pc.ifs_reference.double().std()))
-
-
 def aux_provider(pc: PreparedColumn, kind: str, spec: MLPSpec, s: ColumnSettings,
                  seeds: Iterable[int] = ()):
     """``seed -> (aux, info)``: the plain aux MLP on x (Table 1's, same cache entries) or the
@@ -263,7 +247,8 @@ def aux_provider(pc: PreparedColumn, kind: str, spec: MLPSpec, s: ColumnSettings
 def generator_model_scores(pc: PreparedColumn, s: ColumnSettings) -> dict:
     """Each CVAE's model score (A.7.3: a classifier trained on sampled (x, label) pairs,
     accuracy on the real encoded data), cached per dataset, generator and decoding."""
-    from faux.synth.sampler import PAPER_MODEL_SCORE, generator_scores
+    from faux.synth.generator_settings import PAPER_MODEL_SCORE
+    from faux.synth.sampler import generator_scores
 
     cache, out = s.cache(), {}
     opts = s.gen_opts
@@ -306,7 +291,7 @@ def run(s: Settings, out_dir, log) -> dict:
                      aux_provider(pc, r["aux"], s.aux, s.synth, aux_seeds))
     batch = test_batch(pc)
     ap_runs, auroc_runs, aux_acc = {}, {}, []
-    for name in METHODS:
+    for name in registry.readings_methods():
         m = registry.get(name)
         aps = []
         for seed in m.run_seeds(s.seed, s.runs):

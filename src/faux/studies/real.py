@@ -36,7 +36,7 @@ import numpy as np
 
 from faux.data.real import RealData
 from faux.errors import ConfigError, DataError
-from faux.methods.builtin import FlipTestMethod, FTALinMethod, UnfairMapMethod
+from faux.methods.builtin import FlipTestMethod
 from faux.studies.fairness_check import TARGETS
 from faux.studies.real_models import ModelSpecs, default_specs, train_blind, train_models
 from faux.studies.real_rows import Rows, select_rows, subsample
@@ -139,7 +139,7 @@ class Settings:
     def from_config(cls, cfg: dict) -> Settings:
         from hydra.utils import instantiate
 
-        from faux.studies.config import accelerator
+        from faux.studies.config import accelerator, own_blocks
 
         data = instantiate(cfg["data"])
         if data.kind != "real":
@@ -155,8 +155,8 @@ class Settings:
             gan_steps=int(real.get("gan_steps", p["gan_steps"])),
             options=dict(st["options"]), variants=dict(st["variants"] or {}),
             report_options=dict(st["report_options"]),
-            report_variants=dict(st.get("report_variants") or {}), unfair_map=dict(st[UnfairMapMethod.name] or {}),
-            fta_lin=dict(st[FTALinMethod.name] or {}), probe=dict(st["probe"]),
+            report_variants=dict(st.get("report_variants") or {}),
+            methods=own_blocks(st, "real_study"), probe=dict(st["probe"]),
             targets=dict(st.get("targets") or TARGETS),
             fair_by_dataset={k: dict(v or {}) for k, v in
                              (st.get("fair_by_dataset") or {}).items()},

@@ -43,8 +43,9 @@ class RealSettings:
     # extra Table 3 reports: name -> {method: <a report method>, **report options overriding
     # report_options}, e.g. fAux+IG from the mean baseline (docs/notebook/results_real.md, Table 3)
     report_variants: dict = field(default_factory=dict)
-    unfair_map: dict = field(default_factory=dict)      # UnfairMap(**...)
-    fta_lin: dict = field(default_factory=dict)         # FTALin(**...)
+    # a method's own settings block by its name (``own_params``: Unfair Map's and FTA + lin.
+    # aux's constructor arguments, fAux path's options; ``MethodConfig.params``)
+    methods: dict = field(default_factory=dict)
     probe: dict = field(default_factory=lambda: {"width": 32, "depth": 1, "max_epochs": 30,
                                                  "patience": 5})  # fairness_check's MLP probe
     targets: dict = field(default_factory=lambda: dict(TARGETS))
@@ -57,6 +58,7 @@ class RealSettings:
     accelerator: str = "auto"
 
     def __post_init__(self):
+        registry.own_blocks(self.methods, "real_study.methods")
         scorers = [m for m in methods() if registry.get(m).score_options]
         if self.max_train_rows is not None and int(self.max_train_rows) < 10:
             raise ConfigError(f"max_train_rows must be null or >= 10, got {self.max_train_rows}")

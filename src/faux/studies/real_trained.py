@@ -30,7 +30,7 @@ import torch
 
 from faux.data.real import RealData
 from faux.methods import registry
-from faux.methods.builtin import FlipTestMethod, FTALinMethod, UnfairMapMethod
+from faux.methods.builtin import FlipTestMethod
 from faux.methods.protocol import MethodConfig, TrainData
 from faux.metrics.ranking import auroc
 from faux.models.training import training_role
@@ -119,10 +119,10 @@ def fit_methods(rows: Rows, specs: ModelSpecs, settings: RealSettings, seed: int
     of FTA + lin. aux and Unfair Map, ...): name -> the fitted test; each fit's seconds go
     to ``timings``."""
     sd = {k: int(seed) + v for k, v in SEED_OFFSETS.items()}
-    gan = replace(specs.gan, gen_steps=int(settings.gan_steps))
-    config = MethodConfig(settings.options,
-                          {FlipTestMethod.name: asdict(gan), FTALinMethod.name: settings.fta_lin,
-                           UnfairMapMethod.name: settings.unfair_map}, settings.accelerator)
+    gan = asdict(replace(specs.gan, gen_steps=int(settings.gan_steps)))
+    params = {**registry.own_blocks(settings.methods, "real_study.methods"),
+              **{m.name: gan for m in registry.methods(requires=("gan",))}}
+    config = MethodConfig(settings.options, params, settings.accelerator)
     qi = subsample(len(rows.y_val), settings.gan_quality_rows, seed + 17)
     fit_data = TrainData(rows.x, rows.c, rows.x_val[qi], rows.c_val[qi],
                          aux=lambda s: (aux, ainfo))

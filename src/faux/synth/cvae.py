@@ -27,7 +27,7 @@ from torch import nn
 
 from faux.errors import ConfigError
 from faux.synth.encoding import block_bounds
-from faux.synth.generator_settings import C_PATHS, DECODINGS  # noqa: F401  (re-exported)
+from faux.synth.generator_settings import C_PATHS
 
 #: the logit bias's learning rate, in units of the CVAE's (``c_path="logit_bias"``)
 C_BIAS_LR_SCALE = 10.0

@@ -17,9 +17,9 @@ import torch
 
 from faux.harness.cache import Cache, code_version, data_checksum, torch_dumps, torch_loads
 from faux.kernels import cpu_kernels
-from faux.synth.cvae import C_PATHS, CVAE, cvae_from_state, cvae_state, gumbel_noise, train_cvae
+from faux.synth.cvae import CVAE, cvae_from_state, cvae_state, gumbel_noise, train_cvae
 from faux.synth.encoding import ModeEncoder
-from faux.synth.generator_settings import generator_config
+from faux.synth.generator_settings import C_PATHS, generator_config
 
 log = logging.getLogger("faux.synth")
 

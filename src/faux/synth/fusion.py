@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from faux.errors import ConfigError
-from faux.synth.generator_settings import FUSIONS  # noqa: F401  (re-exported)
+from faux.synth.generator_settings import FUSIONS
 
 
 def _check(kind: str) -> str:

@@ -8,7 +8,7 @@ latents ``ẑ, z̃ ~ N(0, I)`` and decoding noise, decodes ``x̂ = Γ_y(ẑ, y)`
 derivative of the fused x with respect to a continuous c through the c-side decoder,
 latent and noise held fixed, at ``c = 0.5`` (``dxdc_at="mid"``) or at the observed c.
 
-``c_path`` (``faux.synth.cvae.C_PATHS``) is how c enters the c-side CVAE's decoder: as an
+``c_path`` (``faux.synth.generator_settings.C_PATHS``) is how c enters the c-side CVAE's decoder: as an
 input beside z (``decoder_input``, the default) or as ``c * b`` added to its pre-softmax
 outputs (``logit_bias``); x(c), dx/dc and the counterfactual all follow that decoder. The
 y-side CVAE keeps its own configuration. A generator configuration holds ``c_path`` only
@@ -24,26 +24,16 @@ import torch
 
 from faux.errors import ConfigError
 from faux.harness.cache import Cache
-from faux.kernels import cpu_kernels  # noqa: F401  (re-exported: callers name it here)
 from faux.synth.bias import mutual_information, p_bias, sample_joint
-from faux.synth.cvae import C_PATHS, DECODINGS
-from faux.synth.dataset_generator import (  # noqa: F401  (one dataset's generator, as before)
-    GENERATOR_MODULES,
-    GENERATOR_VERSION,
-    DatasetGenerator,
-    build_dataset_generator,
-    generator_cache_key,
-)
-from faux.synth.fusion import FUSIONS, fuse, projections
+from faux.synth.dataset_generator import build_dataset_generator
+from faux.synth.fusion import fuse, projections
 from faux.synth.generator_quality import generator_scores
-from faux.synth.generator_settings import (  # noqa: F401  (the generators' settings, as before)
-    GENERATOR_CFGS,
-    GENERATOR_DEFAULT,
-    GENERATOR_OPTIONAL,
-    PAPER_MODEL_SCORE,
+from faux.synth.generator_settings import (
+    C_PATHS,
+    DECODINGS,
+    FUSIONS,
     check_decoding,
     check_dxdc_at,
-    check_synthetic_options,
     generator_config,
 )
 
@@ -79,7 +69,7 @@ class SyntheticGenerator:
     """Both CVAEs of a pair (xc: the dataset whose label is c; xy: whose label is y).
 
     ``generator_cfgs`` maps dataset name to overrides of :func:`generator_config`.
-    ``c_path`` (``faux.synth.cvae.C_PATHS``) is how c enters the c-side CVAE's decoder; it
+    ``c_path`` (``faux.synth.generator_settings.C_PATHS``) is how c enters the c-side CVAE's decoder; it
     is added to the xc dataset's overrides only, so with ``xc == xy`` and a non-default
     ``c_path`` the two sides are two CVAEs.
     """

@@ -59,11 +59,13 @@ from faux.errors import ConfigError, FauxError
 from faux.harness.cache import Cache
 from faux.harness.files import write_json_atomic
 from faux.harness.schema import GENERATOR_KEYS
-from faux.synth.cvae import C_PATHS, DECODINGS, gumbel_noise, split_rows
-from faux.synth.sampler import (
+from faux.synth.cvae import gumbel_noise, split_rows
+from faux.synth.dataset_generator import build_dataset_generator
+from faux.synth.generator_settings import (
+    C_PATHS,
+    DECODINGS,
     GENERATOR_CFGS,
     PAPER_MODEL_SCORE,
-    build_dataset_generator,
     generator_config,
 )
 

@@ -143,7 +143,7 @@ def _fmt(v) -> str:
 def run_world(name: str, source: str, build, jobs, cache: JobCache, audit_kw: dict,
               done: list[int], total: int) -> None:
     """The jobs of one world not in the cache: build it, train its models, score each."""
-    from faux.audit.result import FauxAuditWarning
+    from faux.audit.notices import FauxAuditWarning
     from faux.worlds.counterfactuals import make_transport
     from faux.worlds.evaluate import run_audit, score_audit, score_transport, truth
     from faux.worlds.models import MODELS, train_models

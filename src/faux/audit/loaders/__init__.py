@@ -1,18 +1,20 @@
-"""The model under audit: every supported file format loaded safely (TorchScript, torch.export,
-ONNX, skops, LightGBM), scikit-learn models converted to exact torch twins, Pipelines that
-encode their own columns, and one interface over all of them, ``TargetModel``.
+"""The model under audit: every file format of ``FORMATS`` (one row each: how a file is
+recognised, its loader, its words) loaded safely, scikit-learn models converted to exact torch
+twins, Pipelines that encode their own columns, and one interface over all of them,
+``TargetModel``.
 
 Its modules are private to it; code outside imports the names below from here or,
 inside the audit, from the module that defines them. Names resolve on first use, so
 importing the face loads nothing heavy (torch, pyarrow).
 
-Modules: ``encoder_steps``, ``encoders``, ``exact``, ``export_file``, ``lightgbm_file``, ``load_onnx``, ``load_skops``, ``load_torch``, ``missing``, ``models``, ``onnx_ops``, ``onnx_torch``, ``target``, ``task``, ``torchscript_file``, ``tree_check``.
+Modules: ``encoder_steps``, ``encoders``, ``exact``, ``export_file``, ``formats``, ``lightgbm_file``, ``load_onnx``, ``load_skops``, ``load_torch``, ``missing``, ``models``, ``onnx_ops``, ``onnx_torch``, ``target``, ``task``, ``torchscript_file``, ``tree_check``.
 """
 
 import importlib
 
 #: name -> the module of this package that defines it
 _WHERE = {
+    "FORMATS": "formats",
     "load_model": "models",
     "as_target": "models",
     "TargetModel": "target",

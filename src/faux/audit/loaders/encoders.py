@@ -46,8 +46,11 @@ from faux.audit.loaders.encoder_steps import (
     is_nan,
     refuse,
 )
-from faux.audit.sources.data import ArraySource, Batch, FileSource, Source, protected_list
+from faux.audit.sources.array_source import ArraySource
+from faux.audit.sources.columns import protected_list
+from faux.audit.sources.file_source import FileSource
 from faux.audit.sources.layout import Block, Layout, Units
+from faux.audit.sources.source import Batch, Source
 from faux.errors import ConfigError, DataError
 
 #: the level of a one-hot block whose column is the encoder's infrequent categories

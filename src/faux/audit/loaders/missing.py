@@ -1,6 +1,6 @@
 """Missing feature values (NaN) for a black-box model that reads them (a tree ensemble:
 scikit-learn's HistGradientBoosting, LightGBM). A model scored by autograd is refused them
-in one line by the scan (``faux.audit.sources.data.scan``), since NaN has no gradient.
+in one line by the scan (``faux.audit.sources.data_scan.scan``), since NaN has no gradient.
 
 The model itself is called on the rows as they are; what standardises, trains and moves
 along the aux models never sees a NaN: there a missing value is the sample's column mean

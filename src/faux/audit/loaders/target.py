@@ -3,8 +3,8 @@ float, ``(n, d)``) to the probability of the positive class, plus, for a differe
 model, a torch ``module`` returning logits that the audit scores by autograd. Made from what
 the user passes in memory: a torch module (``from_torch``), a scikit-learn-like estimator
 (``from_estimator``; converted to torch and checked where ``faux.audit.loaders.exact`` can), a
-function (``from_callable``), or any of these (``as_target``, which also loads a path through
-``faux.audit.loaders.models.load_model``)."""
+function (``from_callable``), or any of these (``from_object``; ``as_target`` in
+``faux.audit.loaders.models`` also loads a path)."""
 
 from __future__ import annotations
 
@@ -75,8 +75,8 @@ class TargetModel:
     how the audit scores it, in words.
     ``n_features`` is the input width when the model states it (else None). ``kind`` and
     ``source`` describe it for the report. A model loaded from a file also has ``file``
-    (absolute path), ``sha256`` (of the file's bytes), ``loader`` (``torch.jit``,
-    ``torch.export``, ``skops``, ``onnxruntime``, ``lightgbm`` or ``pickle``) and, for
+    (absolute path), ``sha256`` (of the file's bytes), ``loader`` (the name of its format's
+    row in ``faux.audit.loaders.formats.FORMATS``) and, for
     pickles and skops files, ``obj_class`` (the loaded object's class).
 
     ``task``: ``"classification"`` (``proba`` is a probability), ``"regression"`` (``proba``
@@ -403,3 +403,19 @@ def from_estimator(est, source: str = "estimator", exact: bool = True) -> Target
 def from_callable(fn: Callable, source: str = "function") -> TargetModel:
     """A plain function ``x -> probability (n,)`` (black box)."""
     return TargetModel(fn, "function", source)
+
+
+def from_object(model, d: int | None = None, exact: bool = True) -> TargetModel:
+    """A model object (a ``TargetModel``, torch module, fitted estimator or function ``x ->
+    probability``) as a ``TargetModel``; ``exact=False`` keeps a convertible scikit-learn
+    model a black box."""
+    if isinstance(model, TargetModel):
+        return model
+    if isinstance(model, nn.Module | torch.jit.ScriptModule):
+        return from_torch(model, type(model).__name__, d)
+    if hasattr(model, "predict_proba") or hasattr(model, "predict"):
+        return from_estimator(model, type(model).__name__, exact)
+    if callable(model):
+        return from_callable(model, getattr(model, "__name__", "function"))
+    raise ConfigError(f"cannot audit a {type(model).__name__}: pass a torch module, a fitted "
+                      "estimator, a function x -> probability, or a model file path")

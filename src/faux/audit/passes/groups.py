@@ -29,8 +29,9 @@ import numpy as np
 import pandas as pd
 
 from faux.audit.scores.calibration import NullSettings
-from faux.audit.sources.data import ProtectedInfo, Scan
+from faux.audit.sources.data_scan import Scan
 from faux.audit.sources.intersection import intersection_of
+from faux.audit.sources.protected import ProtectedInfo
 from faux.errors import ConfigError
 
 BOOTSTRAP = 200  # bootstrap resamples of the rows

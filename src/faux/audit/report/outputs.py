@@ -34,8 +34,9 @@ from faux.audit.interrupts import (
     deferred_interrupt,
     interruptible,
 )
-from faux.audit.report.writing import DISK_FULL, dir_mode, disk_full_message, file_mode, folder_size
+from faux.audit.report.writing import dir_mode, file_mode, folder_size
 from faux.errors import ConfigError, FauxError
+from faux.harness.disk import DISK_FULL, disk_full_message
 from faux.harness.files import path_kind, write_json_atomic
 
 SUMMARY_SCHEMA = 1  # version of summary.json's layout, also recorded in the marker

@@ -21,26 +21,13 @@ import torch
 from sklearn.metrics import roc_auc_score
 from torch import nn
 
-from faux.audit.sources.data import ProtectedInfo
 from faux.audit.sources.data_scan import MIN_ROWS
+from faux.audit.sources.protected import ProtectedInfo
 from faux.errors import ConfigError, DataError
 
 AUX_KINDS = ("mlp", "adel")
 NEAR_CHANCE_AUROC = 0.6
 NEAR_CHANCE_R2 = 0.05
-
-
-class Standardised(nn.Module):
-    """``inner((x - mean) / scale)``: a model of raw features from one of standardised ones."""
-
-    def __init__(self, inner: nn.Module, mean, scale):
-        super().__init__()
-        self.inner = inner
-        self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
-        self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float32))
-
-    def forward(self, x):
-        return self.inner((x - self.mean) / self.scale)
 
 
 class Unstandardised(nn.Module):

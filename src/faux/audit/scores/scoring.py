@@ -46,12 +46,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from faux.audit.loaders.models import TargetModel
+from faux.audit.loaders.target import TargetModel
 from faux.audit.scores.aux import Unstandardised
 from faux.audit.scores.methods import audit_methods
 from faux.errors import ConfigError
 from faux.methods import registry
-from faux.methods.gradients import faux_from_gradients, input_gradients, ng_from_gradients
+from faux.methods.alignment import faux_from_gradients, ng_from_gradients
+from faux.methods.autograd import input_gradients
 from faux.methods.options import DEFAULT_BATCH_SIZE
 from faux.methods.protocol import Batch, MethodConfig, TrainData
 

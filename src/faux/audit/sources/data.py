@@ -10,40 +10,14 @@ intersection) and draws a uniform random sample of rows (for the aux models and 
 The pieces, by job: ``faux.audit.sources.source`` (``Batch``, ``Source``), ``faux.audit.sources.columns``
 (which columns are read, checked against the header), ``faux.audit.sources.array_source`` (data in
 memory), ``faux.audit.sources.file_source`` (CSV / Parquet), ``faux.audit.sources.protected`` (what a
-protected attribute is) and ``faux.audit.sources.data_scan`` (the scan). Their names are importable
-from here.
+protected attribute is) and ``faux.audit.sources.data_scan`` (the scan); importers name the
+module that defines a name (the face ``faux.audit.sources`` lists the public ones).
 """
 
 from __future__ import annotations
 
-from faux.audit.sources.array_source import ArraySource, aligned, free_name  # noqa: F401
-from faux.audit.sources.columns import (  # noqa: F401 (re-exported)
-    check_columns,
-    protected_list,
-    refuse_repeated,
-    suggestion,
-)
-from faux.audit.sources.data_scan import (  # noqa: F401 (re-exported)
-    MAX_JOINT,
-    ColumnScan,
-    Scan,
-    count_joint,
-    drop_from_joint,
-    is_numeric,
-    rows_text,
-    scan,
-    standardisation,
-)
 from faux.audit.sources.file_source import FileSource
-from faux.audit.sources.protected import (  # noqa: F401 (re-exported)
-    MAX_CATEGORIES,
-    PROTECTED_TYPES,
-    ProtectedInfo,
-    describe_protected,
-    missing,
-    value_key,
-)
-from faux.audit.sources.source import Batch, Source, as_float  # noqa: F401 (re-exported)
+from faux.audit.sources.source import Source
 
 
 def open_source(data) -> Source:

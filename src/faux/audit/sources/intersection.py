@@ -15,7 +15,8 @@ import itertools
 
 import numpy as np
 
-from faux.audit.sources.data import ProtectedInfo, Scan
+from faux.audit.sources.data_scan import Scan
+from faux.audit.sources.protected import ProtectedInfo
 from faux.errors import DataError
 
 OTHER = "other"  # the cell the small cells are merged into

@@ -11,7 +11,8 @@ from faux.errors import ConfigError, DataError
 from faux.models.adel.module import AdelModule
 from faux.models.adel.net import AdelNet
 from faux.models.adel.spec import HIDE_ON, MMD_ON, PAIR_ON, PRED_LOSSES, PROBE_KINDS, AdelSpec
-from faux.models.training import as_binary, as_features, fit, n_params
+from faux.models.tensors import as_binary, as_features, n_params
+from faux.models.training import fit
 
 
 def train_adel(spec: AdelSpec, x, y, s, x_val=None, y_val=None, s_val=None, *,
