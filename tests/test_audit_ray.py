@@ -388,3 +388,21 @@ def test_a_signal_while_the_actors_score_stops_everything(bigger, tmp_path, sig,
     assert f"faux audit: {line}; nothing written" in rest.splitlines()
     assert not out.exists() and list(tmp_path.iterdir()) == []
     assert _ray_processes_of(proc.pid) == []
+
+
+def test_the_help_and_the_local_engine_do_not_import_ray():
+    import subprocess
+
+    code = ("import sys, contextlib, io, numpy as np\n"
+            "from faux.audit.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['audit', '--help']) == 0\n"
+            "import faux\n"
+            "rng = np.random.default_rng(0)\n"
+            "X = rng.normal(size=(400, 3)); c = (X[:, 0] + rng.normal(size=400) > 0) * 1\n"
+            "faux.audit(lambda x: 1 / (1 + np.exp(-x[:, 0])), X, c, aux_epochs=1,\n"
+            "           null_permutations=1, aux_seeds=1, progress=False, report=False)\n"
+            "assert 'ray' not in sys.modules, 'ray imported'\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
