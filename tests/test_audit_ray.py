@@ -63,17 +63,20 @@ def _same(local: Path, on_ray: Path, n_rows: int, batch: int, skip=()) -> dict:
 @pytest.fixture(scope="module")
 def people(tmp_path_factory):
     """3,000 rows of the planted-proxy world with a gender and a region column, a 0/1 label,
-    as one Parquet file and as a folder of three files of the same rows."""
+    as one Parquet file and as a folder of three files of the same rows, in row groups of
+    400 rows."""
     tmp = tmp_path_factory.mktemp("ray-people")
     X, c = proxy_world(3000, seed=0)
     rng = np.random.default_rng(3)
     df = X.assign(gender=np.array(["f", "m"])[c],
                   region=rng.choice(["north", "south", "west"], len(X)),
                   y=(X.x1 + X.proxy + rng.normal(size=len(X)) > 0.5).astype(int))
-    df.to_parquet(tmp / "people.parquet", index=False)
+    # row groups of 400 rows: the batches cross them, and Ray must hand them out in order
+    df.to_parquet(tmp / "people.parquet", index=False, row_group_size=400)
     (tmp / "parts").mkdir()
     for i, (s, e) in enumerate([(0, 1100), (1100, 1200), (1200, 3000)]):
-        df.iloc[s:e].to_parquet(tmp / "parts" / f"p{i}.parquet", index=False)
+        df.iloc[s:e].to_parquet(tmp / "parts" / f"p{i}.parquet", index=False,
+                                row_group_size=400)
     (tmp / "parts" / "_SUCCESS").write_text("")
     return tmp, df
 

@@ -29,22 +29,26 @@ from faux.errors import DataError
 
 @contextlib.contextmanager
 def _data_context():
-    """Ray Data's context for the pass: the output in the input's order (the blocks cut
-    at every ``batch_size``-th row), no progress bars or logs of its own (the audit has
-    its own); restored after."""
+    """Ray Data's context for the pass, restored after: the output in the input's order
+    (the blocks cut at every ``batch_size``-th row), the files read by Ray's first Parquet
+    reader (the second one, Ray's default, hands a file's row groups out of order: its
+    first two last), no progress bars or logs of its own (the audit has its own)."""
     import ray
 
     ctx = ray.data.DataContext.get_current()
-    saved = (ctx.execution_options.preserve_order, ctx.enable_progress_bars)
+    saved = (ctx.execution_options.preserve_order, ctx.enable_progress_bars,
+             ctx.use_datasource_v2)
     log = logging.getLogger("ray.data")
     level = log.level
     ctx.execution_options.preserve_order = True
     ctx.enable_progress_bars = False
+    ctx.use_datasource_v2 = False
     log.setLevel(logging.ERROR)
     try:
         yield ctx
     finally:
-        ctx.execution_options.preserve_order, ctx.enable_progress_bars = saved
+        (ctx.execution_options.preserve_order, ctx.enable_progress_bars,
+         ctx.use_datasource_v2) = saved
         log.setLevel(level)
 
 
