@@ -250,9 +250,48 @@ def test_row_ids_come_back_from_rays_row_hashes():
     with pytest.raises(DataError, match="cannot place"):
         row_ids(paths, h, {"/d/a.parquet": 0, "/d/b.parquet": 100},
                 {"/d/a.parquet": 95, "/d/b.parquet": 5})
-    with pytest.raises(DataError, match="out of order"):
-        row_ids(paths[::-1], h[::-1], {"/d/a.parquet": 0, "/d/b.parquet": 100},
-                {"/d/a.parquet": 100, "/d/b.parquet": 5})
+    ids = row_ids(paths[::-1], h[::-1], {"/d/a.parquet": 0, "/d/b.parquet": 100},
+                  {"/d/a.parquet": 100, "/d/b.parquet": 5})
+    assert ids.tolist() == list(range(104, 89, -1))  # in the order read
+
+
+def test_the_assembler_hands_on_whole_batches_in_row_order_whatever_the_read_order():
+    """Row groups read out of order and split across blocks (as Ray's reader hands them
+    on): each batch comes out once, whole, its rows in order."""
+    import pyarrow as pa
+    from ray.data._internal.datasource_v2.common.synthesized_columns import (
+        _compute_row_hashes,
+    )
+
+    from faux.audit.engine.assemble import ROW_ID, BatchAssembler, from_bytes
+
+    n, size = 1000, 300
+    path = "/d/a.parquet"
+
+    def block(a, b):
+        return pa.table({"x": np.arange(a, b, dtype=float), "path": [path] * (b - a),
+                         "row_hash": _compute_row_hashes(path, a, b - a)})
+
+    asm = BatchAssembler({path: 0}, {path: n}, size, n)
+    out = [asm(block(a, b)) for a, b in [(400, 700), (900, 1000), (0, 250), (700, 900),
+                                         (250, 400)]]
+    assert [t.column("batch").to_pylist() for t in out] == [[], [3], [], [2], [0, 1]]
+    for t in out:
+        for k, data in zip(t.column("batch").to_pylist(), t.column("rows").to_pylist(),
+                           strict=True):
+            rows = from_bytes(data)
+            want = list(range(k * size, min((k + 1) * size, n)))
+            assert rows.column(ROW_ID).to_pylist() == want
+            assert rows.column("x").to_pylist() == [float(i) for i in want]
+    import pickle
+
+    for bad in (block(0, 10), block(0, 10).replace_schema_metadata(None).set_column(
+            1, "path", pa.array(["/d/other.parquet"] * 10))):
+        out = asm(bad)  # a faux error travels as a row, for the driver to raise
+        assert out.column("batch").to_pylist() == [-1]
+        err = pickle.loads(out.column("rows")[0].as_py())
+        assert isinstance(err, DataError)
+        assert "more than once" in str(err) or "did not list" in str(err)
 
 
 def test_several_files_are_read_in_batches_across_their_ends(people):

@@ -42,6 +42,11 @@ class Files:
         return out
 
     @property
+    def by_path(self) -> dict[str, int]:
+        """Each file's rows."""
+        return dict(zip(self.paths, self.rows, strict=True))
+
+    @property
     def n_rows(self) -> int:
         return sum(self.rows)
 
@@ -149,6 +154,10 @@ class ParquetFiles(FileSource):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        def joined(parts):  # the files' own metadata (a writer's notes) left out
+            return pa.concat_tables([pa.Table.from_batches([b.replace_schema_metadata(None)])
+                                     for b in parts]).combine_chunks()
+
         held, n_held = [], 0
         for path in self.files:
             pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
@@ -157,12 +166,12 @@ class ParquetFiles(FileSource):
                 held.append(rb)
                 n_held += rb.num_rows
                 while n_held >= batch_size:
-                    table = pa.Table.from_batches(held).combine_chunks()
+                    table = joined(held)
                     yield table.slice(0, batch_size).to_batches()[0]
                     rest = table.slice(batch_size)
                     held, n_held = rest.to_batches(), rest.num_rows
         if n_held:
-            yield pa.Table.from_batches(held).combine_chunks().to_batches()[0]
+            yield joined(held).to_batches()[0]
 
     def provenance(self) -> dict:
         """The data's identity: the files and a sha256 over their own, in row order."""

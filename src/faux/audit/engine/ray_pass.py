@@ -1,17 +1,19 @@
 """The pass over every row on Ray (``faux.audit.engine.session.RaySession.score_all``):
 
-    read_parquet(files, path and row hash of each row)
-      -> repartition into blocks of exactly ``batch_size`` rows, in row order
-      -> map_batches(BatchScorer, one actor per worker)   (faux.audit.engine.worker)
-      -> the driver merges each batch's counts, in the batches' order
+    read_parquet(files, with each row's file and row hash)    (Ray's tasks, any order)
+      -> map_batches(BatchAssembler, one actor): whole batches, one per row
+                                                               (faux.audit.engine.assemble)
+      -> map_batches(BatchScorer, one actor per worker, a batch per call)
+                                                               (faux.audit.engine.worker)
+      -> the driver adds each batch's counts, in the batches' order
 
-The blocks are the batches the local engine reads (its batches cut every ``batch_size``
-rows from the first), and each batch's counts are added here in the order the local pass
-adds them, so the sums, the top rows, the plot sample and every count come out as a local
-pass's, bit for bit. Each worker writes its batch's rows of scores.parquet as one file of
-the folder ``scores.parquet`` in the staging folder; the driver checks at the end that
-every batch's file is there (a worker on another machine must write to a filesystem the
-driver shares) and that no temporary file is left."""
+The batches are the local engine's (``batch_size`` rows from the first), each scored whole,
+and their counts are added here in the order the local pass adds them, so the sums, the top
+rows, the plot sample and every count come out as a local pass's, bit for bit. Each worker
+writes its batch's rows of scores.parquet as one file of the folder ``scores.parquet`` in the
+staging folder; the driver checks at the end that every batch's file is there (a worker on
+another machine must write to a filesystem the driver shares) and that no temporary file is
+left."""
 
 from __future__ import annotations
 
@@ -19,40 +21,39 @@ import contextlib
 import logging
 import pickle
 import time
+import warnings
 from pathlib import Path
 
-from faux.audit.engine.worker import SYNTHETIC, BatchScorer, Job, columns_read, part_name
+from faux.audit.engine.assemble import ASSEMBLER_CPUS, SYNTHETIC, BatchAssembler
+from faux.audit.engine.worker import BatchScorer, Job, columns_read, part_name
 from faux.audit.interrupts import check_signals
 from faux.audit.notices import current, warn
-from faux.errors import DataError
+from faux.errors import DataError, FauxError
 
 
 @contextlib.contextmanager
 def _data_context():
-    """Ray Data's context for the pass, restored after: the output in the input's order
-    (the blocks cut at every ``batch_size``-th row), the files read by Ray's first Parquet
-    reader (the second one, Ray's default, hands a file's row groups out of order: its
-    first two last), no progress bars or logs of its own (the audit has its own)."""
+    """Ray Data's context for the pass, restored after: no progress bars, logs or warnings
+    of its own (the audit has its own; Ray's planner warns of idle actors on data of fewer
+    blocks than workers)."""
     import ray
 
     ctx = ray.data.DataContext.get_current()
-    saved = (ctx.execution_options.preserve_order, ctx.enable_progress_bars,
-             ctx.use_datasource_v2)
+    saved = ctx.enable_progress_bars
     log = logging.getLogger("ray.data")
     level = log.level
-    ctx.execution_options.preserve_order = True
     ctx.enable_progress_bars = False
-    ctx.use_datasource_v2 = False
     log.setLevel(logging.ERROR)
     try:
-        yield ctx
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"ray\.data")
+            yield ctx
     finally:
-        (ctx.execution_options.preserve_order, ctx.enable_progress_bars,
-         ctx.use_datasource_v2) = saved
+        ctx.enable_progress_bars = saved
         log.setLevel(level)
 
 
-def _dataset(session, job: Job, job_ref):
+def _dataset(session, job: Job, job_ref, n_rows: int):
     import ray
 
     files, size = session.files, job.batch_size
@@ -60,8 +61,10 @@ def _dataset(session, job: Job, job_ref):
                                partitioning=None, file_extensions=None)
     ds = ds.select_columns([*columns_read(job.source, job.feats, job.c_cols, job.label),
                             *SYNTHETIC])
-    ds = ds.repartition(target_num_rows_per_block=size, strict=True)
-    return ds.map_batches(BatchScorer, fn_constructor_args=([job_ref],), batch_size=size,
+    ds = ds.map_batches(BatchAssembler, batch_size=None, batch_format="pyarrow",
+                        fn_constructor_args=(files.offsets, files.by_path, size, n_rows),
+                        compute=ray.data.ActorPoolStrategy(size=1), num_cpus=ASSEMBLER_CPUS)
+    return ds.map_batches(BatchScorer, fn_constructor_args=([job_ref],), batch_size=1,
                           batch_format="pyarrow",
                           compute=ray.data.ActorPoolStrategy(size=session.workers),
                           num_cpus=session.cpus)
@@ -71,7 +74,7 @@ def merge(state, part, tally) -> None:
     """Batch ``part`` (``faux.audit.engine.worker.BatchPart``) added to the driver's counts:
     the pass's (``tally``), the views', the passes' (before the described rows' values,
     which keep the rows the merged passes describe) and the observers'."""
-    tally.add(part.result)
+    tally.add_part(part.tally)
     for view, counts in zip(state.views, part.views, strict=True):
         view.merge_counts(counts)
     for ps, counts in zip(state.passes, part.passes, strict=True):
@@ -112,28 +115,28 @@ def score_on_ray(session, state, reading, *, n_rows: int, seed: int, out, bar):
 
     folder = Path(out) / "scores.parquet"
     folder.mkdir()
-    files = session.files
-    job = Job(state=state, source=reading.source, feats=list(reading.feats),
-              c_cols=list(reading.c_cols), label=reading.label,
-              batch_size=int(reading.batch_size), parts=str(folder),
-              offsets=files.offsets, rows=dict(zip(files.paths, files.rows, strict=True)))
     tally = Tally(state.methods, n_rows, seed, state.bh_null, False,
                   None if state.sampled is None else len(state.sampled.rows))
+    job = Job(state=state, source=reading.source, feats=list(reading.feats),
+              c_cols=list(reading.c_cols), label=reading.label,
+              batch_size=int(reading.batch_size), parts=str(folder), tally=tally)
     advance = bar.start("scoring", n_rows)
     t0 = time.perf_counter()
     job_ref = ray.put(dumps(job))
     pending, n_merged, n_done = {}, 0, 0
     with _data_context():
-        rows = iter(_dataset(session, job, job_ref).iter_rows())
+        rows = iter(_dataset(session, job, job_ref, n_rows).iter_rows())
         try:
             for row in rows:
                 part = pickle.loads(row["part"])
+                if isinstance(part, FauxError):  # a worker's one line
+                    raise part
                 pending[part.index] = part
                 while n_merged in pending:  # in the batches' order
                     done = pending.pop(n_merged)
                     merge(state, done, tally)
-                    advance(len(done.result.flagged))
-                    n_merged, n_done = n_merged + 1, n_done + len(done.result.flagged)
+                    advance(done.rows)
+                    n_merged, n_done = n_merged + 1, n_done + done.rows
                 check_signals()
         finally:
             close = getattr(rows, "close", None)

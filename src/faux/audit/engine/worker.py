@@ -1,13 +1,14 @@
 """A Ray worker's part of the pass: ``BatchScorer``, the callable class that
 ``Dataset.map_batches`` runs in each actor. The actor unpickles the driver's ``Job`` once
-(one copy of the model per actor, torch on one thread), then for each batch of rows: places
-them (their row ids, ``faux.audit.engine.rows``), reads them as the driver's source reads a
-file's (the same float64 features, protected values, label; a Pipeline's encoders applied),
-scores them with ``faux.audit.passes.score_pass.score_batch`` on a copy of the state that
-has counted nothing yet, writes its rows of scores.parquet as one file
-(``part-<batch>.parquet``, written under a hidden name and renamed whole, so that no file
-of that name is ever half written) and returns what it counted (``BatchPart``), which the
-driver adds, in the batches' order, to its own counts."""
+(one copy of the model per actor, torch on one thread), then takes whole batches from the
+assembling stage (``faux.audit.engine.assemble``: the rows of batch ``k``, in order, with
+their ids, one batch per row of its output) and for each one: reads its rows as the driver's source reads a file's (the same
+float64 features, protected values, label; a Pipeline's encoders applied), scores them with
+``faux.audit.passes.score_pass.score_batch`` on a copy of the state that has counted
+nothing yet, writes its rows of scores.parquet as one file (``part-<k>.parquet``, written
+under a hidden name and renamed whole, so that no file of that name is ever half written)
+and returns what it counted (``BatchPart``: no per-row array), which the driver adds, in the
+batches' order, to its own counts."""
 
 from __future__ import annotations
 
@@ -22,8 +23,6 @@ from typing import Any
 
 from faux.audit.sources.file_source import FileSource
 
-SYNTHETIC = ("path", "row_hash")  # the columns read_parquet adds: each row's file and hash
-
 
 def part_name(index: int) -> str:
     """The file of batch ``index`` in the scores.parquet folder (name order is row order)."""
@@ -34,7 +33,8 @@ def part_name(index: int) -> str:
 class Job:
     """What every worker needs: the pass's ``state`` (``BatchState``), the driver's
     ``source`` (how a batch's rows are read), its columns, the rows per batch, the staged
-    scores.parquet folder (``parts``) and each file's first row id and rows."""
+    scores.parquet folder (``parts``) and an empty ``tally`` (``Tally``: how a batch's share
+    of the pass's counts and plot sample is drawn)."""
 
     state: Any
     source: Any
@@ -43,18 +43,18 @@ class Job:
     label: str | None
     batch_size: int
     parts: str
-    offsets: dict
-    rows: dict
+    tally: Any
 
 
 @dataclass(frozen=True)
 class BatchPart:
-    """One batch as a worker counted it: its ``index``, the ``result`` of ``score_batch``
-    (without its rows, written to the part file), the views', passes' and observers' counts
-    (``counted()`` of each), the rows with a missing value and the warnings raised."""
+    """One batch as a worker counted it: its ``index`` and ``rows``, its share of the pass's
+    tally (``TallyPart``), the views', passes' and observers' counts (``counted()`` of each),
+    the rows with a missing value and the warnings raised."""
 
     index: int
-    result: Any
+    rows: int
+    tally: Any
     views: list
     passes: list
     outcome: dict | None
@@ -139,19 +139,18 @@ class BatchScorer:
         self.job: Job = loads(job)
 
     def _batch(self, table):
-        """The table's rows as the batch ``score_batch`` reads (its first row's id set)."""
-        from faux.audit.engine.rows import row_ids
+        """The table's rows (one batch, in order, with their ids) as ``score_batch`` reads
+        them."""
+        from faux.audit.engine.assemble import ROW_ID
 
         job = self.job
-        ids = row_ids(table.column("path").to_numpy(zero_copy_only=False),
-                      table.column("row_hash").to_numpy(), job.offsets, job.rows)
-        source = on_table(job.source, table.drop_columns(list(SYNTHETIC)))
+        start = int(table.column(ROW_ID)[0].as_py())
+        source = on_table(job.source, table.drop_columns([ROW_ID]))
         (b,) = source.batches(job.feats, job.c_cols, job.label, max(table.num_rows, 1))
-        return dataclasses.replace(b, start=int(ids[0]))
+        return dataclasses.replace(b, start=start)
 
-    def __call__(self, table):
-        import pyarrow as pa
-
+    def _score(self, table) -> BatchPart:
+        """One whole batch scored, its file written, its counts returned."""
         from faux.audit.notices import FauxAuditWarning, collecting
         from faux.audit.passes.score_pass import score_batch
 
@@ -166,13 +165,33 @@ class BatchScorer:
         index = raw.start // job.batch_size
         write_part(result.frame, Path(job.parts), index)
         obs = state.observers
-        part = BatchPart(
-            index=index, result=dataclasses.replace(result, frame=None),
+        return BatchPart(
+            index=index, rows=len(result.flagged), tally=job.tally.part_at(result, raw.start),
             views=[v.counted() for v in state.views],
             passes=[p.counted() for p in state.passes],
             outcome=None if obs is None else obs.outcome.counted(),
             row_values=None if obs is None else obs.row_values.counted(),
             missing_rows=0 if missing is None else missing.rows - before,
             warnings=list(found))
-        return pa.table({"part": pa.array([pickle.dumps(part, protocol=5)],
-                                          type=pa.large_binary())})
+
+    def __call__(self, table):
+        """The batches of ``table`` (rows of the assembling stage: each a whole batch as
+        Arrow IPC bytes), one row each in the result: its ``BatchPart``, or a faux error
+        (one line, raised by this batch or the assembling), pickled, for the driver to
+        raise."""
+        import pyarrow as pa
+
+        from faux.audit.engine.assemble import ERROR, from_bytes
+        from faux.errors import FauxError
+
+        out = []
+        for k, data in zip(table.column("batch").to_pylist(), table.column("rows").to_pylist(),
+                           strict=True):
+            if k == ERROR:
+                out.append(data)
+                continue
+            try:
+                out.append(pickle.dumps(self._score(from_bytes(data)), protocol=5))
+            except FauxError as err:
+                out.append(pickle.dumps(err))
+        return pa.table({"part": pa.array(out, type=pa.large_binary())})
