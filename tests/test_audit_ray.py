@@ -243,15 +243,14 @@ def test_row_ids_come_back_from_rays_row_hashes():
 
     h = np.concatenate([_compute_row_hashes("/d/a.parquet", 90, 10),
                         _compute_row_hashes("/d/b.parquet", 0, 5)])
-    paths = ["/d/a.parquet"] * 10 + ["/d/b.parquet"] * 5
-    ids = row_ids(paths, h, {"/d/a.parquet": 0, "/d/b.parquet": 100},
-                  {"/d/a.parquet": 100, "/d/b.parquet": 5})
+    names, codes = ["/d/a.parquet", "/d/b.parquet"], np.array([0] * 10 + [1] * 5)
+    offsets = {"/d/a.parquet": 0, "/d/b.parquet": 100}
+    ids = row_ids(names, codes, h, offsets, {"/d/a.parquet": 100, "/d/b.parquet": 5})
     assert ids.tolist() == list(range(90, 105))
     with pytest.raises(DataError, match="cannot place"):
-        row_ids(paths, h, {"/d/a.parquet": 0, "/d/b.parquet": 100},
-                {"/d/a.parquet": 95, "/d/b.parquet": 5})
-    ids = row_ids(paths[::-1], h[::-1], {"/d/a.parquet": 0, "/d/b.parquet": 100},
-                  {"/d/a.parquet": 100, "/d/b.parquet": 5})
+        row_ids(names, codes, h, offsets, {"/d/a.parquet": 95, "/d/b.parquet": 5})
+    ids = row_ids(names, codes[::-1], h[::-1], offsets, {"/d/a.parquet": 100,
+                                                          "/d/b.parquet": 5})
     assert ids.tolist() == list(range(104, 89, -1))  # in the order read
 
 

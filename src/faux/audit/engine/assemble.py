@@ -53,31 +53,41 @@ class BatchAssembler:
         except FauxError as err:
             return pa.table({"batch": pa.array([ERROR], type=pa.int64()),
                              "rows": pa.array([pickle.dumps(err)], type=pa.large_binary())})
-        return pa.table({"batch": pa.array(done, type=pa.int64()),
-                         "rows": pa.array([to_bytes(self._whole(k)) for k in done],
-                                          type=pa.large_binary())})
+        rows = [binary(to_buffer(t)) for t in done.values()]
+        return pa.table({"batch": pa.array(list(done), type=pa.int64()),
+                         "rows": pa.chunked_array(rows, type=pa.large_binary())})
 
-    def _add(self, table) -> list[int]:
-        """``table``'s rows held by batch; the batches they made whole."""
+    def _add(self, table) -> dict:
+        """``table``'s rows held by batch; the batches they made whole (batch -> its rows,
+        in order)."""
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         from faux.audit.engine.rows import row_ids
 
-        ids = row_ids(table.column("path").to_numpy(zero_copy_only=False),
+        paths = pc.dictionary_encode(table.column("path")).combine_chunks()
+        ids = row_ids(paths.dictionary.to_pylist(), paths.indices.to_numpy(),
                       table.column("row_hash").to_numpy(), self.offsets, self.rows)
         table = table.drop_columns(list(SYNTHETIC)).append_column(ROW_ID, pa.array(ids))
         k_of = ids // self.batch_size
-        done = []
+        done = {}
         for k in np.unique(k_of).tolist():
             rows = np.flatnonzero(k_of == k)
+            want = batch_rows(k, self.batch_size, self.n_rows)
+            if self.count.get(k, 0) + len(rows) > want or k in self.finished:
+                raise DataError(f"Ray read batch {k}'s rows more than once "
+                                f"({self.count.get(k, 0) + len(rows)} of {want}); use "
+                                "--engine local")
+            in_order = rows[-1] - rows[0] + 1 == len(rows) and bool(
+                (np.diff(ids[rows]) == 1).all())
+            if len(rows) == want and in_order:  # the whole batch here, in order: a view
+                self.finished.add(k)
+                done[k] = table.slice(int(rows[0]), len(rows))
+                continue
             self.held.setdefault(k, []).append(table.take(rows))  # a copy: the block goes
             self.count[k] = self.count.get(k, 0) + len(rows)
-            want = batch_rows(k, self.batch_size, self.n_rows)
-            if self.count[k] > want or k in self.finished:
-                raise DataError(f"Ray read batch {k}'s rows more than once ({self.count[k]} "
-                                f"of {want}); use --engine local")
             if self.count[k] == want:
-                done.append(k)
+                done[k] = self._whole(k)
         return done
 
     def _whole(self, k: int):
@@ -91,18 +101,26 @@ class BatchAssembler:
         return part.take(order)
 
 
-def to_bytes(table) -> bytes:
-    """``table`` as Arrow IPC stream bytes."""
+def to_buffer(table):
+    """``table`` as an Arrow IPC stream (a buffer)."""
     import pyarrow as pa
 
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+    return sink.getvalue()
+
+
+def binary(buf):
+    """A one-value ``large_binary`` array over ``buf``, not copied."""
+    import pyarrow as pa
+
+    offsets = pa.py_buffer(np.array([0, buf.size], dtype=np.int64))
+    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), 1, [None, offsets, buf])
 
 
 def from_bytes(data) -> object:
-    """The table ``to_bytes`` wrote."""
+    """The table ``to_buffer`` wrote (its bytes)."""
     import pyarrow as pa
 
     return pa.ipc.open_stream(pa.py_buffer(data)).read_all()

@@ -52,17 +52,18 @@ def mix(keys: np.ndarray) -> np.ndarray:
     return x
 
 
-def row_ids(paths, hashes, offsets: dict[str, int], rows: dict[str, int]) -> np.ndarray:
-    """The row ids of rows read from files ``paths`` with Ray's ``hashes``; ``offsets``:
-    each file's first row id, ``rows``: its rows."""
-    paths = np.asarray(paths, dtype=object)
+def row_ids(names: list[str], codes: np.ndarray, hashes, offsets: dict[str, int],
+            rows: dict[str, int]) -> np.ndarray:
+    """The row ids of rows read from files ``names[codes]`` with Ray's ``hashes``;
+    ``offsets``: each file's first row id, ``rows``: its rows."""
+    codes = np.asarray(codes)
     keys = unmix(np.asarray(hashes, dtype=np.uint64))
     out = np.empty(len(keys), dtype=np.int64)
-    for p in dict.fromkeys(paths.tolist()):
+    for code, p in enumerate(names):
         if p not in offsets:
             raise DataError(f"Ray read a file the audit did not list ({p}); do not change the "
                             "data while it is audited")
-        here = paths == p
+        here = codes == code
         with np.errstate(over="ignore"):
             pos = keys[here] - np.uint64(path_seed(p))
         if (pos >= np.uint64(rows[p])).any():

@@ -184,14 +184,14 @@ class BatchScorer:
         from faux.audit.engine.assemble import ERROR, from_bytes
         from faux.errors import FauxError
 
-        out = []
-        for k, data in zip(table.column("batch").to_pylist(), table.column("rows").to_pylist(),
-                           strict=True):
+        out, rows = [], table.column("rows")
+        for j, k in enumerate(table.column("batch").to_pylist()):
             if k == ERROR:
-                out.append(data)
+                out.append(rows[j].as_py())
                 continue
-            try:
-                out.append(pickle.dumps(self._score(from_bytes(data)), protocol=5))
+            try:  # the batch's bytes read in place
+                out.append(pickle.dumps(self._score(from_bytes(rows[j].as_buffer())),
+                                        protocol=5))
             except FauxError as err:
                 out.append(pickle.dumps(err))
         return pa.table({"part": pa.array(out, type=pa.large_binary())})
