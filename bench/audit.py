@@ -41,9 +41,21 @@ the default effect verdict, calibrated thresholds), which prints
 With ``--counterfactuals transport,aux`` the ``--rows`` audit runs under each counterfactual
 and ``audit_transport_over_aux_wall`` is the ratio of their wall times in this run.
 
+With ``--engine ray --workers 1,2`` the ``--rows`` audit runs with ``--engine ray`` once per
+worker count, each starting its own local Ray (the machine's cores), and prints per count
+
+    audit_ray_scoring_rows_per_s: rows / time of the scoring pass (the actors' part)
+    audit_ray_rows_per_s: rows / wall time of the whole audit (scan and fit on the driver)
+    audit_ray_worker_peak_rss_mb: each actor's peak resident memory (its VmHWM), the largest
+        of them; budget 2,048 MB
+    audit_ray_driver_peak_rss_mb: the driver's
+
+then audit_ray_scoring_ratio_<b>_over_<a> (and _wall_), the first two counts' rows/s ratio,
+against a budget of 1.7 for 2 workers over 1; and the load average before each run.
+
 Usage: .venv/bin/python bench/audit.py [--rows 1000000] [--features 50] [--dir /tmp/...]
        [--exact-rows 100000] [--exact-verdict score] [--null-time] [--default-rows 12000]
-       [--adult-rows 30000] [--tree-rows 30000] [--tree-compare]
+       [--adult-rows 30000] [--tree-rows 30000] [--tree-compare] [--engine ray --workers 1,2]
 """
 
 from __future__ import annotations
@@ -300,6 +312,96 @@ def run_child(cmd: list[str]) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024
 
 
+RAY_RATIO_BUDGET = 1.7  # rows/s of 2 workers over 1, on 2 cores
+
+
+def _descendants(root: int) -> list[int]:
+    """The processes under ``root`` (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                stat = Path(f"/proc/{p}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(p))
+    out, todo = [], [root]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        out += kids
+        todo += kids
+    return out
+
+
+def _peak_rss_mb(pid: int) -> float | None:
+    """A process's peak resident memory so far (VmHWM), or None once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def run_child_watched(cmd: list[str], marker: bytes) -> tuple[float, float, dict]:
+    """Wall seconds and peak RSS (MB) of one child process, and the peak RSS of each of its
+    descendants whose command line holds ``marker`` (Ray's actors), read twice a second."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd)
+    peaks: dict[int, float] = {}
+    driver = 0.0
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        driver = max(driver, _peak_rss_mb(proc.pid) or 0.0)
+        for kid in _descendants(proc.pid):
+            try:
+                if marker not in Path(f"/proc/{kid}/cmdline").read_bytes():
+                    continue
+            except OSError:
+                continue
+            mb = _peak_rss_mb(kid)
+            if mb is not None:
+                peaks[kid] = max(peaks.get(kid, 0.0), mb)
+        time.sleep(0.5)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise subprocess.CalledProcessError(os.waitstatus_to_exitcode(status), cmd)
+    return wall, driver, peaks
+
+
+def ray_scaling(cmd: list[str], out: Path, rows: int, workers: list[int]) -> None:
+    """The ``--rows`` audit on Ray once per worker count; rows/s, the ratio of the first two
+    counts and each run's peak memory per actor."""
+    speed = {}
+    for w in workers:
+        load = os.getloadavg()
+        wall, driver_mb, peaks = run_child_watched(
+            [*cmd, "--engine", "ray", "--workers", str(w)], b"MapBatches(BatchScorer)")
+        s = json.loads((out / "summary.json").read_text())
+        speed[w] = (s["scoring"]["rows_per_s"], rows / wall)
+        print(f"audit_ray_workers: {w}")
+        print(f"audit_ray_load_average_before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+        print(f"audit_ray_scoring_rows_per_s: {speed[w][0]:.0f}")
+        print(f"audit_ray_scoring_s: {s['scoring']['seconds']:.1f}")
+        print(f"audit_ray_rows_per_s: {speed[w][1]:.0f}")
+        print(f"audit_ray_wall_s: {wall:.1f}")
+        worst = max(peaks.values(), default=float("nan"))
+        print(f"audit_ray_worker_peak_rss_mb: {worst:.0f} (actors: "
+              f"{', '.join(f'{v:.0f}' for v in sorted(peaks.values()))})")
+        print(f"audit_ray_worker_peak_rss_over_budget: {worst / RSS_BUDGET_MB:.2f}")
+        print(f"audit_ray_driver_peak_rss_mb: {driver_mb:.0f}")
+    if len(workers) >= 2:
+        a, b = workers[:2]
+        ratio = speed[b][0] / max(speed[a][0], 1e-9)
+        print(f"audit_ray_scoring_ratio_{b}_over_{a}: {ratio:.2f}")
+        print(f"audit_ray_wall_ratio_{b}_over_{a}: {speed[b][1] / max(speed[a][1], 1e-9):.2f}")
+        if (a, b) == (1, 2):
+            print(f"audit_ray_scoring_ratio_over_budget: {RAY_RATIO_BUDGET / max(ratio, 1e-9):.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -323,6 +425,10 @@ def main() -> None:
                          "finite-difference scores) and print the ratio")
     ap.add_argument("--adult-rows", type=int, default=30_000,
                     help="rows of the Adult MLP Pipeline audit (0: skip it)")
+    ap.add_argument("--engine", default="local", choices=["local", "ray"],
+                    help="where the --rows audit scores its rows (ray: once per --workers)")
+    ap.add_argument("--workers", default="1,2",
+                    help="with --engine ray: the worker counts, comma-separated")
     ap.add_argument("--counterfactuals", default="transport",
                     help="the --rows audit under each of these counterfactuals (comma-"
                          "separated: transport,aux prints each one's lines and the ratio of "
@@ -348,6 +454,12 @@ def main() -> None:
             print(f"# generated {args.rows:,} rows in {time.perf_counter() - t0:.1f} s",
                   file=sys.stderr)
         torch.jit.save(torch.jit.script(Target(args.features)), model)
+        if args.engine == "ray":
+            cmd = [sys.executable, "-m", "faux.audit.cli", "audit", "--model", str(model),
+                   "--data", str(data), "--protected", "c", "--out", str(out), "--methods",
+                   "faux_ng", "--aux-epochs", "5", "--no-progress"]
+            ray_scaling(cmd, out, args.rows, [int(w) for w in args.workers.split(",")])
+            return
         walls = {}
         for cf in args.counterfactuals.split(","):
             cmd = [sys.executable, "-m", "faux.audit.cli", "audit", "--model", str(model),

@@ -35,7 +35,7 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 #: order, most tests first, handed these out last, leaving one worker alone on them). A file
 #: not listed keeps its place; a name here that no longer exists changes nothing.
 LONG_FIRST = (
-    "test_run.py", "test_readings.py", "test_harness_reliability.py",
+    "test_run.py", "test_readings.py", "test_audit_ray.py", "test_harness_reliability.py",
     "test_harness_interrupt.py", "test_table1_harness.py", "test_research_scripts.py",
     "test_sweep_fig5.py", "test_models_adel.py", "test_progress.py", "test_generator_cache.py",
     "test_audit_safety.py", "test_audit_loaders_security.py", "test_audit_tree_files.py",

@@ -351,6 +351,7 @@ AUDIT_FLOORS = [
     {"verdict"},
     {"counterfactual"},
     {"passes"},
+    {"engine"},
     {"report"},
 ]
 AUDIT_WINGS = set().union(*AUDIT_FLOORS[1:])

@@ -81,23 +81,37 @@ def _audit(model, X, c, *, data, protected, y, label, features, out_dir, name,
     ones before it returned; nothing partial is left behind."""
     st.check(has_label=label is not None if data is not None else y is not None)
     plan = inputs.plan(st)
+    dataset = None
+    if st.engine == "ray":  # a Parquet file, folder or glob, checked before it is read
+        from faux.audit.engine.dataset import open_dataset
+
+        dataset = open_dataset(data)
+        data = dataset.source
     given = inputs.open_inputs(plan, model, X, c, data=data, protected=protected, y=y,
                                label=label, features=features, out_dir=out_dir, name=name)
-    staging = None
+    staging = session = None
     try:
         try:
+            if dataset is not None:
+                from faux.audit.engine.session import start
+
+                session = start(st, dataset.files)
             check_signals()
             scanned = stages.scan_rows(plan, given)
             check_signals()
             fitted = stages.fit(plan, given, scanned)
             check_signals()
             staging = stages.open_staging(plan, given)
-            scored = stages.score(plan, given, scanned, fitted, staging)
+            scored = stages.score(plan, given, scanned, fitted, staging, engine=session)
         finally:
             plan.bar.stop()
+            if session is not None:  # a Ray the audit started ends with the pass
+                session.stop()
         check_signals()
         settled = stages.settle(plan, given, scanned, fitted, scored, staging)
         summary = build_summary(plan, given, scanned, fitted, scored, settled)
+        if session is not None:
+            summary.content["scoring"]["engine"] = session.describe()
         late = _result_warnings(summary.content, encoded=given.layout is not None)
         summary.content["warnings"] = [*_current_warnings(), *late]
         result = AuditResult(summary.content, fitted.ranking, settled.top_df, settled.scores,

@@ -56,6 +56,8 @@ FD_SCORES = ("sample", "all")
 AUX_CHOICES = ("mlp", "adel")
 #: the longest ``model_version`` (a version string, a commit, a registry tag: one line)
 MODEL_VERSION_MAX = 200
+#: where the pass over the rows runs: in this process, or on Ray (faux.audit.engine)
+ENGINES = ("local", "ray")
 
 
 # ------------------------------------------------------------- the flags' value types
@@ -268,6 +270,17 @@ class AuditSettings:
     force: bool = setting(
         False, "Write into an output folder (`out_dir`) that holds other files, beside them "
         "(they are never replaced, renamed or deleted).", "--force")
+    engine: str = setting(
+        "local", 'Where the rows are scored: "local", in this process; "ray", by Ray actors '
+        "(faux.audit.engine), the `data` then a Parquet file, a folder of them or a glob "
+        "(quoted on the command line), read by ray.data.read_parquet, on the cluster at "
+        "RAY_ADDRESS, else on a local Ray with this machine's cores. The aux models are "
+        "fitted in this process either way, and the outputs are the same, but for "
+        "scores.parquet, then a folder of one file per batch.", "--engine", choices=ENGINES)
+    workers: int | None = setting(
+        None, 'With `engine` "ray": the Ray actors scoring the rows, each with its own copy '
+        "of the model (default: the cluster's CPUs).", "--workers", type=_positive_int,
+        metavar="N")
 
     @classmethod
     def names(cls) -> list[str]:
@@ -301,6 +314,9 @@ class AuditSettings:
         if self.fd_scores not in FD_SCORES:
             raise ConfigError(f"fd_scores (--fd-scores) must be one of {', '.join(FD_SCORES)}, "
                               f"got {self.fd_scores!r}")
+        from faux.audit.engine.session import check_settings as check_engine
+
+        check_engine(self.engine, self.workers, ENGINES)
 
 
 DEFAULTS = AuditSettings()

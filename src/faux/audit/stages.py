@@ -282,8 +282,9 @@ def open_staging(plan: Plan, inputs: Inputs) -> Staging | None:
 
 @_one_torch_thread
 def score(plan: Plan, inputs: Inputs, scanned: Scanned, fitted: Fitted,
-          staging: Staging | None) -> Scored:
-    """Stage 5b: the pass over every row, its scores written into ``staging``."""
+          staging: Staging | None, engine=None) -> Scored:
+    """Stage 5b: the pass over every row, its scores written into ``staging``; in this
+    process, or on the ``engine`` (``faux.audit.engine.session.RaySession``) when given."""
     st, sc = plan.st, scanned.sc
     outcome = OutcomePass(fitted.views, sc.y, inputs.eff.decision_threshold,
                           positive=scanned.positive, task=inputs.eff.task)
@@ -297,8 +298,9 @@ def score(plan: Plan, inputs: Inputs, scanned: Scanned, fitted: Fitted,
         observers=Observers(outcome, row_values))
     reading = Reading(inputs.source, inputs.feats, inputs.c_cols,
                       inputs.y_col if outcome.has_label else None, int(st.batch_size))
-    tally = score_all(state, reading, n_rows=sc.n_rows, seed=st.seed, keep=inputs.in_memory,
-                      out=None if staging is None else staging.dir, bar=plan.bar)
+    run = score_all if engine is None else engine.score_all
+    tally = run(state, reading, n_rows=sc.n_rows, seed=st.seed, keep=inputs.in_memory,
+                out=None if staging is None else staging.dir, bar=plan.bar)
     return Scored(outcome=outcome, row_values=row_values, tally=tally)
 
 

@@ -5,13 +5,14 @@ summary (counts, the model-level test, the expected false flags, the top rows in
 
 from __future__ import annotations
 
-import heapq
+import copy
 import math
 
 import numpy as np
 import torch
 
 from faux.audit.counterfactual import effects as fx
+from faux.audit.counterfactual.top_rows import enters_top, keep_top, push_top
 from faux.audit.verdict.rule import Settings
 
 N_ROWS = 50  # flagged rows described per attribute (the largest |effect| first)
@@ -65,12 +66,44 @@ class EffectPass:
         self.null_flags = fx.verdict(p, p_cf, settings.decision_threshold,
                                      settings.materiality)["flagged"]
         self.directions = len(fx.directions(zt[:1], ci[:1], self.kind, self.gaps[0]))
+        self._zero()
+
+    def _zero(self) -> None:
+        """The running counts, before the first batch."""
         self.s_effect = np.full(self.n_sample, np.nan)
         self.n = self.n_flag = self.n_change = self.n_off = self.n_unreach = 0
         self.abs_sum = 0.0
         self.moved_n: dict[str, int] = {}  # per feature: the flagged rows whose counterfactual
         # moved it
         self.top: list = []  # (|effect|, row_id, record) of the N_ROWS largest flagged
+
+    def fresh(self) -> EffectPass:
+        """This pass with nothing counted yet (one batch's counts, for ``merge_counts``)."""
+        part = copy.copy(self)
+        part._zero()
+        return part
+
+    def counted(self) -> dict:
+        hit = np.flatnonzero(~np.isnan(self.s_effect))
+        return {"n": self.n, "n_flag": self.n_flag, "n_change": self.n_change,
+                "n_off": self.n_off, "n_unreach": self.n_unreach, "abs_sum": self.abs_sum,
+                "moved_n": self.moved_n, "top": self.top,
+                "sample": (hit, self.s_effect[hit])}
+
+    def merge_counts(self, c: dict) -> None:
+        """Add the ``counts`` of the next batch (``fresh().counted()`` after it): the sums
+        and the top rows those of counting the batch here."""
+        self.n += c["n"]
+        self.n_flag += c["n_flag"]
+        self.n_change += c["n_change"]
+        self.n_off += c["n_off"]
+        self.n_unreach += c["n_unreach"]
+        self.abs_sum += c["abs_sum"]
+        for name, k in c["moved_n"].items():
+            self.moved_n[name] = self.moved_n.get(name, 0) + k
+        hit, values = c["sample"]
+        self.s_effect[hit] = values
+        keep_top(self.top, c["top"], N_ROWS)
 
     def _effects(self, auxes, gaps, z, ci, x) -> dict:
         """``faux.audit.counterfactual.effects.effects`` of rows ``z`` (their protected levels
@@ -150,13 +183,8 @@ class EffectPass:
         c_raw = b.cs[self.name] if b.cs is not None else b.c
         for i in cand:
             key = (float(abs(v["effect"][i])), -int(ids[i]))
-            if len(self.top) >= N_ROWS and key <= self.top[0][:2]:
-                continue
-            item = (*key, self._record(b, i, r, cols, c_raw))
-            if len(self.top) < N_ROWS:
-                heapq.heappush(self.top, item)
-            else:
-                heapq.heapreplace(self.top, item)
+            if enters_top(self.top, key, N_ROWS):
+                push_top(self.top, (*key, self._record(b, i, r, cols, c_raw)), N_ROWS)
 
     def _record(self, b, i, r, cols, c_raw) -> dict:
         from faux.audit.verdict.words import moved_changes, moved_word, row_text

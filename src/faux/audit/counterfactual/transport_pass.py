@@ -24,13 +24,14 @@ effect is the one of largest size.
 
 from __future__ import annotations
 
-import heapq
+import copy
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from faux.audit.counterfactual import transport as tp
+from faux.audit.counterfactual.top_rows import enters_top, keep_top, push_top
 from faux.audit.verdict.words import moved_word, tidy
 from faux.errors import ConfigError
 
@@ -195,12 +196,39 @@ class TransportPass:
         self.pool = np.sort(np.abs(np.concatenate(null_dp).reshape(-1))) if null_dp else \
             np.zeros(0)
         self.plausibility = self._plausibility(first, x, g, seed)
+        self._zero()
+
+    def _zero(self) -> None:
+        """The running counts, before the first batch."""
         self.s_flag = np.zeros(self.n_sample, dtype=bool)
         self.n = self.n_flag = self.n_change = self.n_off = 0
         self.abs_sum = 0.0
-        self.moved_n = np.zeros(len(first.moved), dtype=np.int64)  # per moved feature: the
-        # flagged rows whose counterfactual changed it
+        self.moved_n = np.zeros(len(self.transports[0].moved), dtype=np.int64)  # per moved
+        # feature: the flagged rows whose counterfactual changed it
         self.top: list = []
+
+    def fresh(self) -> TransportPass:
+        """This pass with nothing counted yet (one batch's counts, for ``merge_counts``)."""
+        part = copy.copy(self)
+        part._zero()
+        return part
+
+    def counted(self) -> dict:
+        return {"n": self.n, "n_flag": self.n_flag, "n_change": self.n_change,
+                "n_off": self.n_off, "abs_sum": self.abs_sum, "moved_n": self.moved_n,
+                "top": self.top, "sample": np.flatnonzero(self.s_flag)}
+
+    def merge_counts(self, c: dict) -> None:
+        """Add the ``counts`` of the next batch (``fresh().counted()`` after it): the sums
+        and the top rows those of counting the batch here."""
+        self.n += c["n"]
+        self.n_flag += c["n_flag"]
+        self.n_change += c["n_change"]
+        self.n_off += c["n_off"]
+        self.abs_sum += c["abs_sum"]
+        self.moved_n += c["moved_n"]
+        self.s_flag[c["sample"]] = True
+        keep_top(self.top, c["top"], N_ROWS)
 
     def _carry(self, t, x, g, g_to) -> tp.Transported:
         """``t``'s transport of rows ``x``, the attribute's own columns set to ``g_to``."""
@@ -306,13 +334,9 @@ class TransportPass:
             cand = cand[np.argpartition(-np.abs(cols["effect"][cand]), N_ROWS)[:N_ROWS]]
         for i in cand:
             key = (float(abs(cols["effect"][i])), -int(ids[i]))
-            if len(self.top) >= N_ROWS and key <= self.top[0][:2]:
-                continue
-            item = (*key, self._record(b, i, p, cols, moved, to, c_raw))
-            if len(self.top) < N_ROWS:
-                heapq.heappush(self.top, item)
-            else:
-                heapq.heapreplace(self.top, item)
+            if enters_top(self.top, key, N_ROWS):
+                push_top(self.top, (*key, self._record(b, i, p, cols, moved, to, c_raw)),
+                         N_ROWS)
 
     def _name(self, i: int) -> str:
         """Feature ``i``'s name in the user's words: a continuous column known to be an

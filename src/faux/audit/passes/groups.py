@@ -106,6 +106,28 @@ class GroupStats:
             if st.bh is not None:
                 st.bh += np.bincount(exceed[mask], minlength=nh)
 
+    def fresh(self) -> GroupStats:
+        """Statistics of the same bins and null with nothing counted yet: one batch's, for
+        ``merge_counts``."""
+        return GroupStats(self.edges, self.bh_null)
+
+    def counted(self) -> dict:
+        """What was counted: per group, its rows, flagged rows and histograms."""
+        return self.groups
+
+    def merge_counts(self, counts: dict) -> None:
+        """Add the ``counts`` of the next batch (``fresh().counted()`` after it): the same
+        sums, in the same order, as when that batch is counted here."""
+        nb, nh = len(self.edges) + 1, 0 if self.bh_null is None else len(self.bh_null) + 1
+        for g, part in counts.items():
+            st = self.groups.setdefault(g, _Group(nb, nh))
+            st.rows += part.rows
+            st.flagged += part.flagged
+            st.bin_n += part.bin_n
+            st.bin_sum += part.bin_sum
+            if st.bh is not None:
+                st.bh += part.bh
+
     def bh_cut(self, n_rows: int, alpha: float) -> int:
         from faux.audit.scores.calibration import bh_cut
 
@@ -178,6 +200,21 @@ class View:
     #: an intersection's: per cell, [rows, rows the audit flags] (the first attribute's
     #: verdict, ``flagged``), beside the view's own flags by its score
     verdict_counts: dict = field(default_factory=dict)
+
+    def fresh(self) -> View:
+        """This view with nothing counted yet (one batch's counts, for ``merge_counts``)."""
+        return replace(self, stats=self.stats.fresh(), verdict_counts={})
+
+    def counted(self) -> dict:
+        return {"stats": self.stats.counted(), "verdict": self.verdict_counts}
+
+    def merge_counts(self, counts: dict) -> None:
+        """Add the ``counts`` of the next batch (``fresh().counted()`` after it)."""
+        self.stats.merge_counts(counts["stats"])
+        for g, (n, k) in counts["verdict"].items():
+            cnt = self.verdict_counts.setdefault(g, [0, 0])
+            cnt[0] += n
+            cnt[1] += k
 
 
 def build_views(sc: Scan, min_cell: int, intersection: bool = True) -> list[View]:

@@ -10,6 +10,7 @@ interval over rows (``group_outcomes`` on the (group, flagged) counts)."""
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -139,6 +140,26 @@ class OutcomePass:
     @property
     def has_label(self) -> bool:
         return self.values is not None
+
+    def fresh(self) -> OutcomePass:
+        """These settings with nothing counted yet (one batch's counts, for
+        ``merge_counts``)."""
+        part = copy.copy(self)
+        part.counts = {name: OutcomeCounts() for name, _, _ in self.views}
+        part.unknown = 0
+        return part
+
+    def counted(self) -> dict:
+        return {"cells": {name: c.cells for name, c in self.counts.items()},
+                "unknown": self.unknown}
+
+    def merge_counts(self, c: dict) -> None:
+        """Add the counts of the next batch (``fresh().counted()`` after it)."""
+        for name, cells in c["cells"].items():
+            mine = self.counts[name].cells
+            for key, n in cells.items():
+                mine[key] = mine.get(key, 0) + n
+        self.unknown += c["unknown"]
 
     def add(self, b, p: np.ndarray) -> None:
         if self.regression:

@@ -270,6 +270,22 @@ class _Writer:
             self.writer.close()
 
 
+@dataclass(frozen=True)
+class TallyPart:
+    """What one batch adds to the ``Tally``, without its rows: the rows with scores, the
+    null exceedances' histogram (Benjamini-Hochberg, else None), the rows above each
+    threshold, the flagged rows, per group (in sorted order) its rows, flagged rows and
+    exceedances' histogram (or None), the top rows and the plot sample's drawn values."""
+
+    n_scored: int
+    hist: np.ndarray | None
+    above: dict
+    n_flag: int
+    per_group: dict
+    top: tuple
+    plot: dict
+
+
 class Tally:
     """The merge of the batches' results, in their order: rows above each threshold, flagged
     rows per group (and their null exceedances for Benjamini-Hochberg), the top flagged rows,
@@ -279,6 +295,7 @@ class Tally:
     def __init__(self, methods, n_rows: int, seed: int, bh_null, keep: bool,
                  n_sample: int | None = None):
         self.methods, self.primary, self.n_rows = list(methods), methods[0], n_rows
+        self.seed = seed
         self.n_scored = 0
         self.bh_null = bh_null
         self.n_null = 0 if bh_null is None else len(bh_null)
@@ -298,46 +315,74 @@ class Tally:
         self.heap: list = []  # (score, row_id, x, group) of the N_TOP highest flagged
 
     def add(self, r: BatchResult) -> None:
-        """Batch result ``r`` counted in."""
+        """Batch result ``r`` counted in (the next batch: the plot sample's draws follow the
+        last batch's)."""
+        fx = self.rng_fx.random(len(r.effect_plot["effect.p"])) if r.effect_plot else None
+        self.add_part(self.part(r, self.rng.random(len(r.flagged)), fx))
+        if self.mem is not None:
+            self.mem.append(r.frame.assign(group=r.groups))
+
+    def part_at(self, r: BatchResult, start: int) -> TallyPart:
+        """``part`` of ``r``, the batch whose first row is row ``start`` of the pass (every
+        batch before it whole): its plot draws are the ones the pass's generators make
+        there (one per row, from the first)."""
+        def draws(seed_step: int, n: int) -> np.ndarray:
+            rng = np.random.default_rng(self.seed + seed_step)
+            rng.bit_generator.advance(start)  # one 64-bit step per double drawn
+            return rng.random(n)
+
+        fx = draws(2, len(r.effect_plot["effect.p"])) if r.effect_plot else None
+        return self.part(r, draws(1, len(r.flagged)), fx)
+
+    def part(self, r: BatchResult, draws: np.ndarray, fx_draws) -> TallyPart:
+        """What batch ``r`` adds to the tally, without its rows (``draws``, ``fx_draws``:
+        the plot sample's uniform draws for its rows)."""
         scored, e, flagged, groups = r.scored, r.exceed, r.flagged, r.groups
-        self.n_scored += len(flagged) if scored is None else int(scored.sum())
-        if e is not None:
-            self.hist += np.bincount(e if scored is None else e[scored],
-                                     minlength=self.n_null + 1)
-        for m in self.methods:
-            self.above[m] += r.above[m]
-        self.n_flag += int(flagged.sum())
         g_vals, g_inv = np.unique(groups.astype(str), return_inverse=True)
+        per_group = {}
         for j, g in enumerate(g_vals):
-            cnt = self.per_group.setdefault(g, [0, 0])
-            cnt[0] += int((g_inv == j).sum())
-            cnt[1] += int(flagged[g_inv == j].sum())
+            gh = None
             if self.bh_null is not None:
-                gh = self.group_hist.setdefault(g, np.zeros(self.n_null + 1, dtype=np.int64))
                 here = g_inv == j if scored is None else (g_inv == j) & scored
-                gh += np.bincount(e[here], minlength=self.n_null + 1)
-        for item in r.top:
+                gh = np.bincount(e[here], minlength=self.n_null + 1)
+            per_group[g] = (int((g_inv == j).sum()), int(flagged[g_inv == j].sum()), gh)
+        sel = draws < self.keep_p
+        if scored is not None:
+            sel &= scored
+        plot = {m: r.scores[m][sel] for m in self.methods}
+        plot["group"] = groups[sel].astype(str)
+        if r.effect_plot:
+            sel = fx_draws < self.keep_fx
+            plot.update({k: np.asarray(v)[sel] for k, v in r.effect_plot.items()})
+        return TallyPart(
+            n_scored=len(flagged) if scored is None else int(scored.sum()),
+            hist=None if e is None else np.bincount(e if scored is None else e[scored],
+                                                    minlength=self.n_null + 1),
+            above=dict(r.above), n_flag=int(flagged.sum()), per_group=per_group, top=r.top,
+            plot=plot)
+
+    def add_part(self, p: TallyPart) -> None:
+        """Batch part ``p`` (``part``) counted in, as the batch itself is by ``add``."""
+        self.n_scored += p.n_scored
+        if p.hist is not None:
+            self.hist += p.hist
+        for m in self.methods:
+            self.above[m] += p.above[m]
+        self.n_flag += p.n_flag
+        for g, (rows, flagged, gh) in p.per_group.items():
+            cnt = self.per_group.setdefault(g, [0, 0])
+            cnt[0] += rows
+            cnt[1] += flagged
+            if gh is not None:
+                self.group_hist.setdefault(g, np.zeros(self.n_null + 1, dtype=np.int64))
+                self.group_hist[g] += gh
+        for item in p.top:
             if len(self.heap) < N_TOP:
                 heapq.heappush(self.heap, item)
             elif item[0] > self.heap[0][0]:
                 heapq.heapreplace(self.heap, item)
-        self._plot(r)
-        if self.mem is not None:
-            self.mem.append(r.frame.assign(group=groups))
-
-    def _plot(self, r: BatchResult) -> None:
-        """The plot sample's draws of the batch: its scores and groups, and (every row may be
-        drawn) its effects."""
-        sel = self.rng.random(len(r.flagged)) < self.keep_p
-        if r.scored is not None:
-            sel &= r.scored
-        for m in self.methods:
-            self.plot[m].append(r.scores[m][sel])
-        self.plot["group"].append(r.groups[sel].astype(str))
-        if r.effect_plot:
-            sel = self.rng_fx.random(len(r.effect_plot["effect.p"])) < self.keep_fx
-            for k, v in r.effect_plot.items():
-                self.plot.setdefault(k, []).append(np.asarray(v)[sel])
+        for k, v in p.plot.items():
+            self.plot.setdefault(k, []).append(v)
 
     def finish(self, t_score: float, alpha: float) -> PassResult:
         by_group = {g: {"rows": v[0], "flagged": v[1], "rate": v[1] / max(v[0], 1)}
@@ -361,10 +406,15 @@ class Tally:
 
 
 def rewrite_flagged(path: Path, primary: str, threshold: float) -> None:
-    """Set ``flagged`` of a staged scores.parquet to ``primary > threshold``."""
+    """Set ``flagged`` of a staged scores.parquet to ``primary > threshold`` (a folder of
+    them, as the Ray engine writes: each of its files)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    if path.is_dir():
+        for part in sorted(path.glob("*.parquet")):
+            rewrite_flagged(part, primary, threshold)
+        return
     if not path.exists():
         return
     tmp = path.with_name(path.name + ".flagged")

@@ -311,6 +311,17 @@ def write_staged(result, tmp: Path, report: bool) -> None:
         write_report(result, tmp / "report.html")
 
 
+def _replace(src: Path, dst: Path) -> None:
+    """``os.replace``, also for a folder (the Ray engine's scores.parquet) or over one: the
+    earlier output moves into the staging folder (removed with it) and the new one in."""
+    if not src.is_dir() and not (dst.is_dir() and not dst.is_symlink()):
+        os.replace(src, dst)
+        return
+    if dst.exists() or dst.is_symlink():
+        os.rename(dst, src.parent / f".replaced-{dst.name}")
+    os.rename(src, dst)
+
+
 def move_into_place(staging: Staging) -> None:
     """Move the staged outputs into place. A new folder: the staging folder is renamed to
     it. An existing one (empty, an earlier output, or --force): checked again, then its
@@ -331,7 +342,7 @@ def move_into_place(staging: Staging) -> None:
         owned = inspect_out(out, new, staging.force) or set()
         _write_json_atomic(out / MARKER, _marker(owned | set(new)))
         for f in new:
-            os.replace(tmp / f, out / f)
+            _replace(tmp / f, out / f)
         for f in owned - set(new):  # an earlier audit's file this one did not write
             with _suppress_oserror():
                 (out / f).unlink()

@@ -53,7 +53,11 @@ def versions() -> dict:
 
 
 def data_provenance(source) -> dict:
-    """The data's identity: a file's path and sha256, or the in-memory frame's hash."""
+    """The data's identity: a file's path and sha256, or the in-memory frame's hash (a
+    source of several files says its own: ``provenance()``)."""
+    own = getattr(source, "provenance", None)
+    if callable(own):
+        return own()
     path = getattr(source, "path", None)
     if path is not None:
         p = Path(path)

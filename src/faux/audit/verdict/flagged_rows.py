@@ -28,6 +28,21 @@ class RowValues:
         self.kept: dict[int, dict] = {}
         self.raw: dict[int, dict] = {}
 
+    def fresh(self, passes) -> RowValues:
+        """Nothing kept yet, for the rows of ``passes`` (one batch's passes: ``fresh()``
+        copies of this one's, whose top rows are that batch's)."""
+        return RowValues(self.feats, passes)
+
+    def counted(self) -> dict:
+        return {"kept": self.kept, "raw": self.raw}
+
+    def merge_counts(self, c: dict) -> None:
+        """Add the rows kept from the next batch (``fresh(...).counted()`` after it), once
+        the passes merged that batch's top rows: only the rows still described stay."""
+        wanted = self._wanted()
+        self.kept = {k: v for k, v in {**self.kept, **c["kept"]}.items() if k in wanted}
+        self.raw = {k: v for k, v in {**self.raw, **c["raw"]}.items() if k in wanted}
+
     def _wanted(self) -> set[int]:
         return {-int(t[1]) for ps in self.passes for t in ps.top}
 

@@ -1,0 +1,198 @@
+"""What the Ray engine reads: a Parquet file, a folder of Parquet files or a glob of them,
+taken as one table whose rows are the files' rows in the files' path order (a row's id is
+its position in that table: stable, and the same for the driver and every worker).
+
+``open_dataset`` resolves and checks the input before anything is read (one line each: no
+file matched, a file that is not Parquet, files whose columns differ, no rows) and gives the
+driver's ``Source``: for one file the ``FileSource`` the local engine reads, for several a
+``ParquetFiles`` that reads them one after the other in batches of exactly ``batch_size``
+rows (the batches one file of all their rows would give), and the ``Files`` that the
+workers read through ``ray.data.read_parquet``."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from faux.audit.sources.file_source import FileSource
+from faux.errors import ConfigError, DataError
+from faux.harness.files import file_sha256, path_kind
+
+SUFFIXES = (".parquet", ".pq")
+GLOB_CHARS = "*?["
+
+
+@dataclass(frozen=True)
+class Files:
+    """The data set's files (absolute paths, in row order) and their rows."""
+
+    paths: tuple
+    rows: tuple
+
+    @property
+    def offsets(self) -> dict[str, int]:
+        """Each file's first row id."""
+        out, start = {}, 0
+        for p, n in zip(self.paths, self.rows, strict=True):
+            out[p] = start
+            start += n
+        return out
+
+    @property
+    def by_path(self) -> dict[str, int]:
+        """Each file's rows."""
+        return dict(zip(self.paths, self.rows, strict=True))
+
+    @property
+    def n_rows(self) -> int:
+        return sum(self.rows)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """The driver's ``source`` and the workers' ``files``."""
+
+    source: FileSource
+    files: Files
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    """A file Spark, Hive or a writer leaves beside the data (``_SUCCESS``, ``.crc``)."""
+    return any(part.startswith((".", "_")) for part in path.relative_to(root).parts)
+
+
+def resolve(data) -> list[Path]:
+    """The Parquet files ``data`` names, in path order: the file itself, a folder's
+    ``*.parquet`` / ``*.pq`` files (sub-folders included, hidden ones left out) or a glob's
+    matches."""
+    spec = os.fspath(data)
+    if any(ch in spec for ch in GLOB_CHARS) and not os.path.exists(spec):
+        found = sorted(Path(p) for p in glob.glob(spec, recursive=True)
+                       if os.path.isfile(p))
+        if not found:
+            raise DataError(f"--data {spec} matches no file; pass an existing Parquet file, a "
+                            "folder of them or a glob that matches some (quoted, so the shell "
+                            "leaves it to the audit)")
+        files = found
+    else:
+        path = Path(spec)
+        kind = path_kind(path)
+        if kind == "a folder":
+            files = sorted(p for p in path.rglob("*") if p.is_file()
+                           and p.suffix.lower() in SUFFIXES and not _hidden(p, path))
+            if not files:
+                raise DataError(f"--data {spec} is a folder without Parquet files (*.parquet, "
+                                "*.pq); pass a folder of them, a file or a glob")
+        elif kind == "a file":
+            files = [path]
+        else:
+            raise DataError(f"--data {spec}{' ' if kind == 'not found' else ' is '}{kind}; pass "
+                            "a Parquet file, a folder of them or a glob")
+    other = [p for p in files if p.suffix.lower() not in SUFFIXES]
+    if other:
+        raise DataError(f"--engine ray reads Parquet files; {other[0]} is not one (.parquet, "
+                        ".pq): convert it, or audit it with --engine local")
+    return [Path(os.path.abspath(p)) for p in files]
+
+
+def _schema(path: Path):
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+        return pf.schema_arrow, pf.metadata.num_rows
+    except Exception as err:
+        raise DataError(f"cannot read {path}: {' '.join(str(err).split())[:200]}") from err
+
+
+def _fields(schema) -> dict:
+    return {f.name: str(f.type) for f in schema}
+
+
+def check_schemas(files: list[Path], spec: str) -> tuple[list[str], list[int]]:
+    """The files' columns (all files have the same names and types, in any order) and each
+    file's rows; one line naming the first file that differs and how."""
+    first, n0 = _schema(files[0])
+    want = _fields(first)
+    rows = [n0]
+    for p in files[1:]:
+        schema, n = _schema(p)
+        have = _fields(schema)
+        if have != want:
+            lacks = [c for c in want if c not in have]
+            extra = [c for c in have if c not in want]
+            typed = [f"{c} is {have[c]}, not {want[c]}" for c in want
+                     if c in have and have[c] != want[c]]
+            why = "; ".join(t for t in (f"it lacks {lacks[:3]}" if lacks else "",
+                                         f"it has {extra[:3]} besides" if extra else "",
+                                         ", ".join(typed[:3])) if t)
+            raise DataError(f"the Parquet files of --data {spec} have different columns: "
+                            f"{p.name} differs from {files[0].name} ({why}); pass files of one "
+                            "schema")
+        rows.append(n)
+    if sum(rows) == 0:
+        raise DataError(f"--data {spec} has no rows")
+    return list(first.names), rows
+
+
+class ParquetFiles(FileSource):
+    """Several Parquet files of one schema as one table, read in batches of exactly
+    ``batch_size`` rows across the files' ends (as one file of all their rows is read)."""
+
+    def __init__(self, spec: str, files: list[Path], columns: list[str], rows: list[int]):
+        self.spec, self.files = spec, list(files)
+        self.path = Path(spec)  # named in messages; the provenance hashes every file
+        self.name = self.path.stem if self.path.suffix.lower() in SUFFIXES else (
+            self.path.name if not any(ch in spec for ch in GLOB_CHARS)
+            else self.path.parent.name)
+        self.parquet, self.columns, self.n_rows = True, columns, sum(rows)
+
+    def _record_batches(self, columns, features, batch_size, text=()):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        def joined(parts):  # the files' own metadata (a writer's notes) left out
+            return pa.concat_tables([pa.Table.from_batches([b.replace_schema_metadata(None)])
+                                     for b in parts]).combine_chunks()
+
+        held, n_held = [], 0
+        for path in self.files:
+            pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+            for rb in pf.iter_batches(batch_size=batch_size, columns=columns,
+                                      use_threads=False):
+                held.append(rb)
+                n_held += rb.num_rows
+                while n_held >= batch_size:
+                    table = joined(held)
+                    yield table.slice(0, batch_size).to_batches()[0]
+                    rest = table.slice(batch_size)
+                    held, n_held = rest.to_batches(), rest.num_rows
+        if n_held:
+            yield joined(held).to_batches()[0]
+
+    def provenance(self) -> dict:
+        """The data's identity: the files and a sha256 over their own, in row order."""
+        h = hashlib.sha256()
+        for p in self.files:
+            h.update(f"{p.name}\0{file_sha256(p)}\n".encode())
+        return {"file": self.spec, "files": len(self.files), "sha256": h.hexdigest(),
+                "hash_of": "the files' sha256 (name and hash of each, in row order)"}
+
+
+def open_dataset(data) -> Dataset:
+    """The driver's source and the workers' files of ``data`` (a path, folder or glob)."""
+    if data is None:
+        raise ConfigError("engine='ray' (--engine ray) reads data=<Parquet file, folder or "
+                          "glob>; data in memory is audited with engine='local'")
+    if not isinstance(data, str | os.PathLike):
+        raise ConfigError(f"engine='ray' reads data= as a path (a Parquet file, a folder of "
+                          f"them or a glob), got {type(data).__name__}")
+    spec = os.fspath(data)
+    files = resolve(spec)
+    columns, rows = check_schemas(files, spec)
+    source = FileSource(files[0]) if len(files) == 1 else ParquetFiles(spec, files, columns,
+                                                                        rows)
+    return Dataset(source, Files(tuple(str(p) for p in files), tuple(rows)))

@@ -1,0 +1,150 @@
+"""The pass over every row on Ray (``faux.audit.engine.session.RaySession.score_all``):
+
+    read_parquet(files, with each row's file and row hash)    (Ray's tasks, any order)
+      -> map_batches(BatchAssembler, one actor): whole batches, one per row
+                                                               (faux.audit.engine.assemble)
+      -> map_batches(BatchScorer, one actor per worker, a batch per call)
+                                                               (faux.audit.engine.worker)
+      -> the driver adds each batch's counts, in the batches' order
+
+The batches are the local engine's (``batch_size`` rows from the first), each scored whole,
+and their counts are added here in the order the local pass adds them, so the sums, the top
+rows, the plot sample and every count come out as a local pass's, bit for bit. Each worker
+writes its batch's rows of scores.parquet as one file of the folder ``scores.parquet`` in the
+staging folder; the driver checks at the end that every batch's file is there (a worker on
+another machine must write to a filesystem the driver shares) and that no temporary file is
+left."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import pickle
+import time
+import warnings
+from pathlib import Path
+
+from faux.audit.engine.assemble import ASSEMBLER_CPUS, SYNTHETIC, BatchAssembler
+from faux.audit.engine.worker import BatchScorer, Job, columns_read, part_name
+from faux.audit.interrupts import check_signals
+from faux.audit.notices import current, warn
+from faux.errors import DataError, FauxError
+
+
+@contextlib.contextmanager
+def _data_context():
+    """Ray Data's context for the pass, restored after: no progress bars, logs or warnings
+    of its own (the audit has its own; Ray's planner warns of idle actors on data of fewer
+    blocks than workers)."""
+    import ray
+
+    ctx = ray.data.DataContext.get_current()
+    saved = ctx.enable_progress_bars
+    log = logging.getLogger("ray.data")
+    level = log.level
+    ctx.enable_progress_bars = False
+    log.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"ray\.data")
+            yield ctx
+    finally:
+        ctx.enable_progress_bars = saved
+        log.setLevel(level)
+
+
+def _dataset(session, job: Job, job_ref, n_rows: int):
+    import ray
+
+    files, size = session.files, job.batch_size
+    ds = ray.data.read_parquet(list(files.paths), include_paths=True, include_row_hash=True,
+                               partitioning=None, file_extensions=None)
+    ds = ds.select_columns([*columns_read(job.source, job.feats, job.c_cols, job.label),
+                            *SYNTHETIC])
+    ds = ds.map_batches(BatchAssembler, batch_size=None, batch_format="pyarrow",
+                        fn_constructor_args=(files.offsets, files.by_path, size, n_rows),
+                        compute=ray.data.ActorPoolStrategy(size=1), num_cpus=ASSEMBLER_CPUS)
+    return ds.map_batches(BatchScorer, fn_constructor_args=([job_ref],), batch_size=1,
+                          batch_format="pyarrow",
+                          compute=ray.data.ActorPoolStrategy(size=session.workers),
+                          num_cpus=session.cpus)
+
+
+def merge(state, part, tally) -> None:
+    """Batch ``part`` (``faux.audit.engine.worker.BatchPart``) added to the driver's counts:
+    the pass's (``tally``), the views', the passes' (before the described rows' values,
+    which keep the rows the merged passes describe) and the observers'."""
+    tally.add_part(part.tally)
+    for view, counts in zip(state.views, part.views, strict=True):
+        view.merge_counts(counts)
+    for ps, counts in zip(state.passes, part.passes, strict=True):
+        ps.merge_counts(counts)
+    if state.observers is not None:
+        state.observers.outcome.merge_counts(part.outcome)
+        state.observers.row_values.merge_counts(part.row_values)
+    if state.missing is not None:
+        state.missing.rows += part.missing_rows
+    seen = set(current())
+    for msg in part.warnings:
+        if msg not in seen:
+            warn(msg)
+            seen.add(msg)
+
+
+def _check_parts(folder: Path, n_batches: int) -> None:
+    """Every batch's file in ``folder``, and nothing else (a worker's temporaries, left by
+    one that was stopped, removed)."""
+    for leftover in folder.glob(".part-*.tmp"):
+        leftover.unlink(missing_ok=True)
+    missing = [i for i in range(n_batches) if not (folder / part_name(i)).is_file()]
+    if missing:
+        raise DataError(f"the Ray workers' scores of batch {missing[0]} are not in "
+                        f"{folder.parent} ({len(missing)} of {n_batches} batches missing): "
+                        "on a cluster --out must be a folder every node writes to (a shared "
+                        "filesystem)")
+
+
+def score_on_ray(session, state, reading, *, n_rows: int, seed: int, out, bar):
+    """The pass over every row of the session's files on its actors (``state`` and
+    ``reading``: ``faux.audit.passes.score_pass``'s), their scores into ``out``/
+    scores.parquet (a folder), its result that of ``score_all`` on the same rows."""
+    import ray
+
+    from faux.audit.engine.ship import dumps
+    from faux.audit.passes.score_pass import Tally
+
+    folder = Path(out) / "scores.parquet"
+    folder.mkdir()
+    tally = Tally(state.methods, n_rows, seed, state.bh_null, False,
+                  None if state.sampled is None else len(state.sampled.rows))
+    job = Job(state=state, source=reading.source, feats=list(reading.feats),
+              c_cols=list(reading.c_cols), label=reading.label,
+              batch_size=int(reading.batch_size), parts=str(folder), tally=tally)
+    advance = bar.start("scoring", n_rows)
+    t0 = time.perf_counter()
+    job_ref = ray.put(dumps(job))
+    pending, n_merged, n_done = {}, 0, 0
+    with _data_context():
+        rows = iter(_dataset(session, job, job_ref, n_rows).iter_rows())
+        try:
+            for row in rows:
+                part = pickle.loads(row["part"])
+                if isinstance(part, FauxError):  # a worker's one line
+                    raise part
+                pending[part.index] = part
+                while n_merged in pending:  # in the batches' order
+                    done = pending.pop(n_merged)
+                    merge(state, done, tally)
+                    advance(done.rows)
+                    n_merged, n_done = n_merged + 1, n_done + done.rows
+                check_signals()
+        finally:
+            close = getattr(rows, "close", None)
+            if close is not None:
+                close()
+            del job_ref
+    if pending or n_done != n_rows:
+        raise DataError(f"the Ray pass scored {n_done:,} of the {n_rows:,} rows: were the "
+                        "files changed while they were audited?")
+    _check_parts(folder, n_merged)
+    return tally.finish(time.perf_counter() - t0, state.alpha)

@@ -1,0 +1,197 @@
+"""A Ray worker's part of the pass: ``BatchScorer``, the callable class that
+``Dataset.map_batches`` runs in each actor. The actor unpickles the driver's ``Job`` once
+(one copy of the model per actor, torch on one thread), then takes whole batches from the
+assembling stage (``faux.audit.engine.assemble``: the rows of batch ``k``, in order, with
+their ids, one batch per row of its output) and for each one: reads its rows as the driver's source reads a file's (the same
+float64 features, protected values, label; a Pipeline's encoders applied), scores them with
+``faux.audit.passes.score_pass.score_batch`` on a copy of the state that has counted
+nothing yet, writes its rows of scores.parquet as one file (``part-<k>.parquet``, written
+under a hidden name and renamed whole, so that no file of that name is ever half written)
+and returns what it counted (``BatchPart``: no per-row array), which the driver adds, in the
+batches' order, to its own counts."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import pickle
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from faux.audit.sources.file_source import FileSource
+
+
+def part_name(index: int) -> str:
+    """The file of batch ``index`` in the scores.parquet folder (name order is row order)."""
+    return f"part-{index:06d}.parquet"
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every worker needs: the pass's ``state`` (``BatchState``), the driver's
+    ``source`` (how a batch's rows are read), its columns, the rows per batch, the staged
+    scores.parquet folder (``parts``) and an empty ``tally`` (``Tally``: how a batch's share
+    of the pass's counts and plot sample is drawn)."""
+
+    state: Any
+    source: Any
+    feats: list
+    c_cols: list
+    label: str | None
+    batch_size: int
+    parts: str
+    tally: Any
+
+
+@dataclass(frozen=True)
+class BatchPart:
+    """One batch as a worker counted it: its ``index`` and ``rows``, its share of the pass's
+    tally (``TallyPart``), the views', passes' and observers' counts (``counted()`` of each),
+    the rows with a missing value and the warnings raised."""
+
+    index: int
+    rows: int
+    tally: Any
+    views: list
+    passes: list
+    outcome: dict | None
+    row_values: dict | None
+    missing_rows: int
+    warnings: list
+
+
+class TableSource(FileSource):
+    """A batch's rows as a worker got them (a pyarrow table), read as ``like`` (the driver's
+    ``FileSource``) reads its file."""
+
+    def __init__(self, table, like: FileSource):
+        self.table = table.combine_chunks()
+        self.path, self.name, self.parquet = like.path, like.name, True
+        self.columns, self.n_rows = list(table.column_names), table.num_rows
+
+    def _record_batches(self, columns, features, batch_size, text=()):
+        wanted = list(dict.fromkeys(c for c in columns if c))
+        yield from self.table.select(wanted).to_batches(max_chunksize=batch_size)
+
+
+def on_table(source, table):
+    """``source`` (the driver's: a file's, or a Pipeline's encoders over it) reading
+    ``table`` instead of its files."""
+    from faux.audit.loaders.encoders import EncodedSource
+
+    if isinstance(source, EncodedSource):
+        out = copy.copy(source)
+        out.raw = TableSource(table, source.raw)
+        return out
+    return TableSource(table, source)
+
+
+def columns_read(source, feats, c_cols, label) -> list[str]:
+    """The data's columns a batch needs: the protected ones, the label, and the features
+    (a Pipeline's: the columns its encoders read)."""
+    enc = getattr(source, "enc", None)
+    base = enc.raw_features if enc is not None else feats
+    return list(dict.fromkeys([*c_cols, *([label] if label else []), *base]))
+
+
+def fresh_state(state):
+    """``state`` whose views, passes and observers have counted nothing yet (the model, the
+    aux models, the transports and every setting shared)."""
+    from faux.audit.passes.score_pass import Observers
+
+    views = tuple(v.fresh() for v in state.views)
+    passes = tuple(p.fresh() for p in state.passes)
+    obs = state.observers
+    observers = None if obs is None else Observers(obs.outcome.fresh(),
+                                                   obs.row_values.fresh(list(passes)))
+    return dataclasses.replace(state, views=views, passes=passes, observers=observers)
+
+
+def write_part(frame, folder: Path, index: int) -> None:
+    """Batch ``index``'s rows of scores.parquet, renamed into place once written whole."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    final = folder / part_name(index)
+    tmp = folder / f".{final.name}.{os.getpid()}.tmp"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp)
+    os.replace(tmp, final)
+
+
+class BatchScorer:
+    """The callable class of ``map_batches``: one per actor, built from the pickled ``Job``
+    (``job``: bytes, or a list holding the object-store reference to them, which the actor
+    fetches itself)."""
+
+    def __init__(self, job):
+        import torch
+
+        from faux.audit.engine.ship import loads
+
+        torch.set_num_threads(1)  # many small operations: one thread each, one per CPU
+        if not isinstance(job, bytes):
+            import ray
+
+            job = ray.get(job[0])
+        self.job: Job = loads(job)
+
+    def _batch(self, table):
+        """The table's rows (one batch, in order, with their ids) as ``score_batch`` reads
+        them."""
+        from faux.audit.engine.assemble import ROW_ID
+
+        job = self.job
+        start = int(table.column(ROW_ID)[0].as_py())
+        source = on_table(job.source, table.drop_columns([ROW_ID]))
+        (b,) = source.batches(job.feats, job.c_cols, job.label, max(table.num_rows, 1))
+        return dataclasses.replace(b, start=start)
+
+    def _score(self, table) -> BatchPart:
+        """One whole batch scored, its file written, its counts returned."""
+        from faux.audit.notices import FauxAuditWarning, collecting
+        from faux.audit.passes.score_pass import score_batch
+
+        job = self.job
+        raw = self._batch(table)
+        state = fresh_state(job.state)
+        missing = job.state.missing  # shared: the passes' model calls read its batch mask
+        before = 0 if missing is None else missing.rows
+        with collecting() as found, warnings.catch_warnings():
+            warnings.simplefilter("ignore", FauxAuditWarning)
+            result = score_batch(state, raw)
+        index = raw.start // job.batch_size
+        write_part(result.frame, Path(job.parts), index)
+        obs = state.observers
+        return BatchPart(
+            index=index, rows=len(result.flagged), tally=job.tally.part_at(result, raw.start),
+            views=[v.counted() for v in state.views],
+            passes=[p.counted() for p in state.passes],
+            outcome=None if obs is None else obs.outcome.counted(),
+            row_values=None if obs is None else obs.row_values.counted(),
+            missing_rows=0 if missing is None else missing.rows - before,
+            warnings=list(found))
+
+    def __call__(self, table):
+        """The batches of ``table`` (rows of the assembling stage: each a whole batch as
+        Arrow IPC bytes), one row each in the result: its ``BatchPart``, or a faux error
+        (one line, raised by this batch or the assembling), pickled, for the driver to
+        raise."""
+        import pyarrow as pa
+
+        from faux.audit.engine.assemble import ERROR, from_bytes
+        from faux.errors import FauxError
+
+        out, rows = [], table.column("rows")
+        for j, k in enumerate(table.column("batch").to_pylist()):
+            if k == ERROR:
+                out.append(rows[j].as_py())
+                continue
+            try:  # the batch's bytes read in place
+                out.append(pickle.dumps(self._score(from_bytes(rows[j].as_buffer())),
+                                        protocol=5))
+            except FauxError as err:
+                out.append(pickle.dumps(err))
+        return pa.table({"part": pa.array(out, type=pa.large_binary())})
