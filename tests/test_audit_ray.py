@@ -133,6 +133,17 @@ def test_a_skops_pipeline_with_its_encoders(local_ray, people, tmp_path):
                  "1"]) in (0, 1)
     s = _same(tmp_path / "local", tmp_path / "ray", len(df), 1000)
     assert s["outcomes"]["settings"]["label"] and s["scoring"]["rows_scored_are"] == "sample"
+    assert _page(tmp_path / "local") == _page(tmp_path / "ray")
+
+
+def _page(out: Path) -> str:
+    """report.html without what differs between two runs: its time, and the token that
+    names each table's sort buttons (drawn for every page)."""
+    import re
+
+    html = (out / "report.html").read_text()
+    html = re.sub(r"<td>time</td><td>[^<]*</td>", "<td>time</td><td></td>", html)
+    return re.sub(r'name="sort-(\d+)-[0-9a-f]+"', r'name="sort-\1"', html)
 
 
 def test_a_lightgbm_model_by_score_and_fdr_with_two_attributes(local_ray, people, tmp_path):
@@ -447,3 +458,12 @@ def test_the_help_and_the_local_engine_do_not_import_ray():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_a_ray_failure_is_one_line():
+    from faux.audit.engine.ray_pass import RayPassError, ray_failure
+
+    err = ray_failure(ray.exceptions.RayError("ray::MapWorker.submit() (pid=1)\n  trace\n"
+                                              "The actor died unexpectedly before finishing"))
+    assert isinstance(err, RayPassError) and "\n" not in str(err)
+    assert "RayError: The actor died unexpectedly before finishing" in str(err)

@@ -102,7 +102,7 @@ def _audit(model, X, c, *, data, protected, y, label, features, out_dir, name,
             fitted = stages.fit(plan, given, scanned)
             check_signals()
             staging = stages.open_staging(plan, given)
-            scored = stages.score(plan, given, scanned, fitted, staging, engine=session)
+            scored = stages.score(plan, given, scanned, fitted, staging, session)
         finally:
             plan.bar.stop()
             if session is not None:  # a Ray the audit started ends with the pass

@@ -91,6 +91,18 @@ def merge(state, part, tally) -> None:
             seen.add(msg)
 
 
+class RayPassError(FauxError):
+    """Ray failed the pass (a node lost, an actor that cannot be restarted, a task error)."""
+
+
+def ray_failure(err: Exception) -> RayPassError:
+    """Ray's error as one line: its kind and its last line of text (the cause's)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    last = lines[-1][:200] if lines else ""
+    return RayPassError(f"Ray failed the pass ({type(err).__name__}: {last}); nothing was "
+                        "written: see Ray's logs (a local Ray's under /tmp/faux-ray)")
+
+
 def _check_parts(folder: Path, n_batches: int) -> None:
     """Every batch's file in ``folder``, and nothing else (a worker's temporaries, left by
     one that was stopped, removed)."""
@@ -138,13 +150,16 @@ def score_on_ray(session, state, reading, *, n_rows: int, seed: int, out, bar):
                     advance(done.rows)
                     n_merged, n_done = n_merged + 1, n_done + done.rows
                 check_signals()
+        except ray.exceptions.RayError as err:
+            raise ray_failure(err) from err
         finally:
             close = getattr(rows, "close", None)
             if close is not None:
                 close()
             del job_ref
     if pending or n_done != n_rows:
-        raise DataError(f"the Ray pass scored {n_done:,} of the {n_rows:,} rows: were the "
-                        "files changed while they were audited?")
+        raise RayPassError(f"the Ray pass scored {n_done:,} of the {n_rows:,} rows (the files "
+                           "changed while they were read, or the actor holding the batches "
+                           "being read was lost); nothing was written")
     _check_parts(folder, n_merged)
     return tally.finish(time.perf_counter() - t0, state.alpha)
