@@ -407,7 +407,7 @@ def ray_scaling(cmd: list[str], out: Path, rows: int, workers: list[int]) -> Non
         print(f"audit_ray_worker_peak_rss_over_budget: {worst / RSS_BUDGET_MB:.2f}")
         print(f"audit_ray_driver_peak_rss_mb: {driver_mb:.0f}")
     if len(workers) >= 2:
-        a, b = workers[:2]
+        a, b = sorted(workers[:2])
         ratio = speed[b][0] / max(speed[a][0], 1e-9)
         print(f"audit_ray_scoring_ratio_{b}_over_{a}: {ratio:.2f}")
         print(f"audit_ray_wall_ratio_{b}_over_{a}: {speed[b][1] / max(speed[a][1], 1e-9):.2f}")
