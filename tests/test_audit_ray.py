@@ -4,6 +4,7 @@ the module; the inputs it refuses in one line before anything is written."""
 
 import json
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -24,11 +25,18 @@ VOLATILE = {"seconds", "seconds_total", "rows_per_s", "timings", "file", "out_di
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """One local Ray of 2 CPUs for the module (the audits join it and leave it running)."""
+    """One local Ray of 2 CPUs for the module (the audits join it and leave it running).
+    ``ray.init`` installs its own SIGINT/SIGTERM handlers in this process and shutdown does
+    not restore them: the handlers before it are put back, for the tests that follow."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     ray.init(num_cpus=2, _temp_dir="/tmp/faux-ray-tests", include_dashboard=False,
              log_to_driver=False)
-    yield
-    ray.shutdown()
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def _stable(obj, skip=()):

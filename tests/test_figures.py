@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from faux.methods.registry import readings_methods
 from faux.reports import fig4, fig11, readings
 from faux.reports.sweep import Sweep
 from faux.studies.fairness_check import verdict
@@ -158,7 +159,7 @@ def _readings_frame(n=3, seed=0) -> pd.DataFrame:
     rows = []
     for i in range(n):
         row = {"reading": f"r{i}", "valid": i != n - 1}
-        for m in readings.METHODS:
+        for m in readings_methods():
             for c in readings.COLUMNS:
                 row[f"{m} {c}"] = float(rng.uniform(0.3, 1.0))
         rows.append(row)
@@ -168,7 +169,7 @@ def _readings_frame(n=3, seed=0) -> pd.DataFrame:
 def test_claim_margins_agree_with_the_claims():
     df = _readings_frame(n=6, seed=3)
     for _, r in df.iterrows():
-        ap = {m: {c: r[f"{m} {c}"] for c in readings.COLUMNS} for m in readings.METHODS}
+        ap = {m: {c: r[f"{m} {c}"] for c in readings.COLUMNS} for m in readings_methods()}
         margins = readings.claim_margins(lambda m, c, ap=ap: ap[m][c])
         held = readings.claims(ap)
         c = readings.COLUMNS[0]
@@ -195,7 +196,7 @@ def test_readings_figure_has_a_panel_per_claim_and_labels_the_paper(tmp_path, mo
     for k, title in zip(readings.CLAIMS, f["titles"]):
         n_held = 0
         for _, r in df.iterrows():
-            ap = {m: {c: r[f"{m} {c}"] for c in readings.COLUMNS} for m in readings.METHODS}
+            ap = {m: {c: r[f"{m} {c}"] for c in readings.COLUMNS} for m in readings_methods()}
             n_held += readings.claims(ap)[k][0]
         assert title.endswith(f"held: {n_held}/4")
     assert "paper's Table 1 (top row)" in f["suptitle"]
