@@ -12,7 +12,7 @@ Modules: ``dataset`` (the files read), ``rows`` (each row's id on a worker), ``s
 ``ray_pass`` (the pass and the merge).
 """
 
-import importlib
+from faux.audit.face import lazy
 
 #: name -> the module of this package that defines it
 _WHERE = {
@@ -26,14 +26,4 @@ _WHERE = {
 
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy(__name__, _WHERE)
