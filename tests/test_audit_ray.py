@@ -253,63 +253,53 @@ def test_a_ray_address_that_does_not_answer_is_one_line(tmp_path, model_file, mo
     assert not out.exists()
 
 
-def test_row_ids_come_back_from_rays_row_hashes():
-    from ray.data._internal.datasource_v2.common.synthesized_columns import (
-        _compute_row_hashes,
-    )
+@pytest.mark.parametrize("start,stop", [(0, 3000), (700, 1400), (1050, 1250), (2800, 3000),
+                                        (1100, 1200), (0, 1)])
+def test_any_rows_of_the_files_are_read_in_the_batches_from_their_start(people, start, stop):
+    """Rows [start, stop) of a folder of files (row groups of 400 rows, files of 1,100, 100
+    and 1,800 rows): the rows of the one table, in tables of exactly the batch size from
+    ``start`` (across row groups and files), each one chunk."""
+    from faux.audit.engine.dataset import open_dataset, read_rows
 
-    from faux.audit.engine.rows import row_ids
-
-    h = np.concatenate([_compute_row_hashes("/d/a.parquet", 90, 10),
-                        _compute_row_hashes("/d/b.parquet", 0, 5)])
-    names, codes = ["/d/a.parquet", "/d/b.parquet"], np.array([0] * 10 + [1] * 5)
-    offsets = {"/d/a.parquet": 0, "/d/b.parquet": 100}
-    ids = row_ids(names, codes, h, offsets, {"/d/a.parquet": 100, "/d/b.parquet": 5})
-    assert ids.tolist() == list(range(90, 105))
-    with pytest.raises(DataError, match="cannot place"):
-        row_ids(names, codes, h, offsets, {"/d/a.parquet": 95, "/d/b.parquet": 5})
-    ids = row_ids(names, codes[::-1], h[::-1], offsets, {"/d/a.parquet": 100,
-                                                          "/d/b.parquet": 5})
-    assert ids.tolist() == list(range(104, 89, -1))  # in the order read
+    tmp, df = people
+    files = open_dataset(str(tmp / "parts")).files
+    tables = list(read_rows(files, start, stop, 350, ["x1", "gender"]))
+    sizes = [t.num_rows for t in tables]
+    assert sum(sizes) == stop - start and all(n == 350 for n in sizes[:-1])
+    assert all(t.column("x1").num_chunks == 1 for t in tables)
+    got = pd.concat([t.to_pandas() for t in tables], ignore_index=True)
+    pd.testing.assert_frame_equal(got, df[["x1", "gender"]].iloc[start:stop]
+                                  .reset_index(drop=True))
 
 
-def test_the_assembler_hands_on_whole_batches_in_row_order_whatever_the_read_order():
-    """Row groups read out of order and split across blocks (as Ray's reader hands them
-    on): each batch comes out once, whole, its rows in order."""
-    import pyarrow as pa
-    from ray.data._internal.datasource_v2.common.synthesized_columns import (
-        _compute_row_hashes,
-    )
+def test_a_file_shorter_than_listed_is_one_line(people, tmp_path):
+    from faux.audit.engine.dataset import open_dataset, read_rows
 
-    from faux.audit.engine.assemble import ROW_ID, BatchAssembler, from_bytes
+    tmp, df = people
+    shutil.copytree(tmp / "parts", tmp_path / "parts")
+    files = open_dataset(str(tmp_path / "parts")).files
+    df.iloc[1200:2900].to_parquet(tmp_path / "parts" / "p2.parquet", index=False,
+                                  row_group_size=400)
+    with pytest.raises(DataError, match="p2.parquet has fewer rows than when the audit"):
+        list(read_rows(files, 2000, 3000, 300, ["x1"]))
 
-    n, size = 1000, 300
-    path = "/d/a.parquet"
 
-    def block(a, b):
-        return pa.table({"x": np.arange(a, b, dtype=float), "path": [path] * (b - a),
-                         "row_hash": _compute_row_hashes(path, a, b - a)})
+@pytest.mark.parametrize("n,group,batch,workers", [(10_000_000, 1 << 18, 65_536, 2),
+                                                   (3000, 400, 700, 2), (3000, 400, 100, 1),
+                                                   (5, 5, 10, 4), (1_000_000, 1 << 20,
+                                                                   65_536, 2)])
+def test_spans_are_whole_batches_that_cover_the_rows_once(n, group, batch, workers):
+    from faux.audit.engine.dataset import SPANS_PER_WORKER, Files, spans
 
-    asm = BatchAssembler({path: 0}, {path: n}, size, n)
-    out = [asm(block(a, b)) for a, b in [(400, 700), (900, 1000), (0, 250), (700, 900),
-                                         (250, 400)]]
-    assert [t.column("batch").to_pylist() for t in out] == [[], [3], [], [2], [0, 1]]
-    for t in out:
-        for k, data in zip(t.column("batch").to_pylist(), t.column("rows").to_pylist(),
-                           strict=True):
-            rows = from_bytes(data)
-            want = list(range(k * size, min((k + 1) * size, n)))
-            assert rows.column(ROW_ID).to_pylist() == want
-            assert rows.column("x").to_pylist() == [float(i) for i in want]
-    import pickle
-
-    for bad in (block(0, 10), block(0, 10).replace_schema_metadata(None).set_column(
-            1, "path", pa.array(["/d/other.parquet"] * 10))):
-        out = asm(bad)  # a faux error travels as a row, for the driver to raise
-        assert out.column("batch").to_pylist() == [-1]
-        err = pickle.loads(out.column("rows")[0].as_py())
-        assert isinstance(err, DataError)
-        assert "more than once" in str(err) or "did not list" in str(err)
+    groups = (group,) * (n // group) + ((n % group,) if n % group else ())
+    got = spans(Files(("a",), (n,), (groups,)), batch, workers)
+    assert got[0][0] == 0 and got[-1][1] == n
+    assert all(a % batch == 0 and b > a for a, b in got)
+    assert all(b == a2 for (_, b), (a2, _) in zip(got, got[1:], strict=False))
+    n_batches = -(-n // batch)
+    # about a row group each, fewer rows where that leaves too few spans per worker
+    assert len(got) >= min(n_batches, SPANS_PER_WORKER * workers)
+    assert all(b - a <= max(batch, -(-group // batch) * batch) for a, b in got)
 
 
 def test_several_files_are_read_in_batches_across_their_ends(people):
@@ -318,8 +308,8 @@ def test_several_files_are_read_in_batches_across_their_ends(people):
     tmp, df = people
     ds = open_dataset(str(tmp / "parts"))
     assert [Path(p).name for p in ds.files.paths] == ["p0.parquet", "p1.parquet", "p2.parquet"]
-    assert ds.files.offsets == {ds.files.paths[0]: 0, ds.files.paths[1]: 1100,
-                                ds.files.paths[2]: 1200}
+    assert ds.files.rows == (1100, 100, 1800)
+    assert ds.files.groups == ((400, 400, 300), (100,), (400, 400, 400, 400, 200))
     batches = list(ds.source.batches(["x1", "proxy"], ["gender"], "y", 700))
     assert [b.start for b in batches] == [0, 700, 1400, 2100, 2800]
     assert [len(b.x) for b in batches] == [700, 700, 700, 700, 200]

@@ -6,16 +6,21 @@ its position in that table: stable, and the same for the driver and every worker
 file matched, a file that is not Parquet, files whose columns differ, no rows) and gives the
 driver's ``Source``: for one file the ``FileSource`` the local engine reads, for several a
 ``ParquetFiles`` that reads them one after the other in batches of exactly ``batch_size``
-rows (the batches one file of all their rows would give), and the ``Files`` that the
-workers read through ``ray.data.read_parquet``."""
+rows (the batches one file of all their rows would give), and the ``Files`` (with each
+file's row groups, from its footer) that the workers read: ``read_rows`` reads any rows
+``[start, stop)`` of them in those same batches, starting at the row group that holds
+``start``, so that a worker reads the rows of its ``spans`` and nothing else."""
 
 from __future__ import annotations
 
 import glob
 import hashlib
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from faux.audit.sources.file_source import FileSource
 from faux.errors import ConfigError, DataError
@@ -23,28 +28,17 @@ from faux.harness.files import file_sha256, path_kind
 
 SUFFIXES = (".parquet", ".pq")
 GLOB_CHARS = "*?["
+SPANS_PER_WORKER = 8  # at least this many spans per worker, where the batches allow
 
 
 @dataclass(frozen=True)
 class Files:
-    """The data set's files (absolute paths, in row order) and their rows."""
+    """The data set's files (absolute paths, in row order), their rows and the rows of each
+    one's row groups."""
 
     paths: tuple
     rows: tuple
-
-    @property
-    def offsets(self) -> dict[str, int]:
-        """Each file's first row id."""
-        out, start = {}, 0
-        for p, n in zip(self.paths, self.rows, strict=True):
-            out[p] = start
-            start += n
-        return out
-
-    @property
-    def by_path(self) -> dict[str, int]:
-        """Each file's rows."""
-        return dict(zip(self.paths, self.rows, strict=True))
+    groups: tuple
 
     @property
     def n_rows(self) -> int:
@@ -102,8 +96,9 @@ def _schema(path: Path):
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
-        return pf.schema_arrow, pf.metadata.num_rows
+        meta = pq.ParquetFile(path).metadata
+        groups = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
+        return meta.schema.to_arrow_schema(), groups
     except Exception as err:
         raise DataError(f"cannot read {path}: {' '.join(str(err).split())[:200]}") from err
 
@@ -112,14 +107,14 @@ def _fields(schema) -> dict:
     return {f.name: str(f.type) for f in schema}
 
 
-def check_schemas(files: list[Path], spec: str) -> tuple[list[str], list[int]]:
-    """The files' columns (all files have the same names and types, in any order) and each
-    file's rows; one line naming the first file that differs and how."""
-    first, n0 = _schema(files[0])
+def check_schemas(files: list[Path], spec: str) -> tuple[list[str], list[tuple]]:
+    """The files' columns (all files have the same names and types, in any order) and the
+    rows of each file's row groups; one line naming the first file that differs and how."""
+    first, g0 = _schema(files[0])
     want = _fields(first)
-    rows = [n0]
+    groups = [g0]
     for p in files[1:]:
-        schema, n = _schema(p)
+        schema, g = _schema(p)
         have = _fields(schema)
         if have != want:
             lacks = [c for c in want if c not in have]
@@ -132,46 +127,99 @@ def check_schemas(files: list[Path], spec: str) -> tuple[list[str], list[int]]:
             raise DataError(f"the Parquet files of --data {spec} have different columns: "
                             f"{p.name} differs from {files[0].name} ({why}); pass files of one "
                             "schema")
-        rows.append(n)
-    if sum(rows) == 0:
+        groups.append(g)
+    if sum(map(sum, groups)) == 0:
         raise DataError(f"--data {spec} has no rows")
-    return list(first.names), rows
+    return list(first.names), groups
+
+
+def _joined(parts):
+    """Record batches as one table of one chunk (the files' own metadata, a writer's
+    notes, left out)."""
+    import pyarrow as pa
+
+    return pa.concat_tables([pa.Table.from_batches([b.replace_schema_metadata(None)])
+                             for b in parts]).combine_chunks()
+
+
+def _file_rows(path: str, groups: tuple, lo: int, hi: int, batch_size: int, columns):
+    """Rows ``[lo, hi)`` of one file, as record batches: its row groups from the one that
+    holds ``lo``, the rows before ``lo`` dropped."""
+    import pyarrow.parquet as pq
+
+    bounds = np.cumsum([0, *groups])
+    first = int(np.searchsorted(bounds, lo, side="right")) - 1
+    last = int(np.searchsorted(bounds, hi, side="left"))
+    skip, want = lo - int(bounds[first]), hi - lo
+    pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+    for rb in pf.iter_batches(batch_size=batch_size, row_groups=range(first, last),
+                              columns=columns, use_threads=False):
+        if skip >= rb.num_rows:
+            skip -= rb.num_rows
+            continue
+        rb = rb.slice(skip, min(rb.num_rows - skip, want))
+        skip, want = 0, want - rb.num_rows
+        yield rb
+        if want == 0:
+            return
+    raise DataError(f"{path} has fewer rows than when the audit listed it; do not change the "
+                    "data while it is audited")
+
+
+def read_rows(files: Files, start: int, stop: int, batch_size: int, columns):
+    """Rows ``[start, stop)`` of the files (one table, ``files``' row order) in tables of
+    ``batch_size`` rows (the last one shorter), each one chunk: the batches a read of all
+    the rows cuts there when ``start`` is a multiple of ``batch_size``."""
+    held, n_held, pos = [], 0, 0
+    for path, groups in zip(files.paths, files.groups, strict=True):
+        n = sum(groups)
+        lo, hi = max(start - pos, 0), min(stop - pos, n)
+        pos += n
+        if lo >= hi:
+            continue
+        for rb in _file_rows(path, groups, lo, hi, batch_size, columns):
+            held.append(rb)
+            n_held += rb.num_rows
+            while n_held >= batch_size:
+                table = _joined(held)
+                yield table.slice(0, batch_size)
+                rest = table.slice(batch_size)
+                held, n_held = rest.to_batches(), rest.num_rows
+    if n_held:
+        yield _joined(held)
+
+
+def spans(files: Files, batch_size: int, workers: int) -> list[tuple[int, int]]:
+    """The rows ``[start, stop)`` each worker's call reads and scores: whole batches, about
+    a row group's rows each (a worker reads from the row group that holds its first row, so
+    spans shorter than a row group read some rows twice), fewer where that would leave
+    fewer than ``SPANS_PER_WORKER`` spans per worker (the last span is what a worker may
+    still be scoring when the others have finished)."""
+    n = files.n_rows
+    n_batches = math.ceil(n / batch_size)
+    group = max((g for gs in files.groups for g in gs), default=batch_size)
+    per = max(1, min(math.ceil(group / batch_size),
+                     math.ceil(n_batches / (SPANS_PER_WORKER * workers))))
+    return [(k * batch_size, min((k + per) * batch_size, n))
+            for k in range(0, n_batches, per)]
 
 
 class ParquetFiles(FileSource):
     """Several Parquet files of one schema as one table, read in batches of exactly
     ``batch_size`` rows across the files' ends (as one file of all their rows is read)."""
 
-    def __init__(self, spec: str, files: list[Path], columns: list[str], rows: list[int]):
-        self.spec, self.files = spec, list(files)
+    def __init__(self, spec: str, files: Files, columns: list[str]):
+        self.spec, self.listed = spec, files
+        self.files = [Path(p) for p in files.paths]
         self.path = Path(spec)  # named in messages; the provenance hashes every file
         self.name = self.path.stem if self.path.suffix.lower() in SUFFIXES else (
             self.path.name if not any(ch in spec for ch in GLOB_CHARS)
             else self.path.parent.name)
-        self.parquet, self.columns, self.n_rows = True, columns, sum(rows)
+        self.parquet, self.columns, self.n_rows = True, columns, files.n_rows
 
     def _record_batches(self, columns, features, batch_size, text=()):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        def joined(parts):  # the files' own metadata (a writer's notes) left out
-            return pa.concat_tables([pa.Table.from_batches([b.replace_schema_metadata(None)])
-                                     for b in parts]).combine_chunks()
-
-        held, n_held = [], 0
-        for path in self.files:
-            pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
-            for rb in pf.iter_batches(batch_size=batch_size, columns=columns,
-                                      use_threads=False):
-                held.append(rb)
-                n_held += rb.num_rows
-                while n_held >= batch_size:
-                    table = joined(held)
-                    yield table.slice(0, batch_size).to_batches()[0]
-                    rest = table.slice(batch_size)
-                    held, n_held = rest.to_batches(), rest.num_rows
-        if n_held:
-            yield joined(held).to_batches()[0]
+        for table in read_rows(self.listed, 0, self.n_rows, batch_size, columns):
+            yield table.to_batches()[0]
 
     def provenance(self) -> dict:
         """The data's identity: the files and a sha256 over their own, in row order."""
@@ -192,7 +240,7 @@ def open_dataset(data) -> Dataset:
                           f"them or a glob), got {type(data).__name__}")
     spec = os.fspath(data)
     files = resolve(spec)
-    columns, rows = check_schemas(files, spec)
-    source = FileSource(files[0]) if len(files) == 1 else ParquetFiles(spec, files, columns,
-                                                                        rows)
-    return Dataset(source, Files(tuple(str(p) for p in files), tuple(rows)))
+    columns, groups = check_schemas(files, spec)
+    listed = Files(tuple(str(p) for p in files), tuple(map(sum, groups)), tuple(groups))
+    source = FileSource(files[0]) if len(files) == 1 else ParquetFiles(spec, listed, columns)
+    return Dataset(source, listed)

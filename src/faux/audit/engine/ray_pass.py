@@ -1,11 +1,16 @@
 """The pass over every row on Ray (``faux.audit.engine.session.RaySession.score_all``):
 
-    read_parquet(files, with each row's file and row hash)    (Ray's tasks, any order)
-      -> map_batches(BatchAssembler, one actor): whole batches, one per row
-                                                               (faux.audit.engine.assemble)
-      -> map_batches(BatchScorer, one actor per worker, a batch per call)
+    from_items(spans: rows [start, stop) of whole batches)   (faux.audit.engine.dataset)
+      -> map_batches(BatchScorer, one actor per worker, a span per call: the actor reads
+         the span's rows from the files and scores them a batch at a time)
                                                                (faux.audit.engine.worker)
       -> the driver adds each batch's counts, in the batches' order
+
+The workers read the files themselves, each only its span's row groups, rather than take
+rows from ``ray.data.read_parquet``: Ray's reader hands row groups on in no set order and
+in blocks that are not the batches, and putting the batches back together in order took
+a quarter of the CPU on 2 cores (docs/decisions.md). An actor takes one span at a time, so
+a faster one takes more of them.
 
 The batches are the local engine's (``batch_size`` rows from the first), each scored whole,
 and their counts are added here in the order the local pass adds them, so the sums, the top
@@ -24,8 +29,8 @@ import time
 import warnings
 from pathlib import Path
 
-from faux.audit.engine.assemble import ASSEMBLER_CPUS, SYNTHETIC, BatchAssembler
-from faux.audit.engine.worker import BatchScorer, Job, columns_read, part_name
+from faux.audit.engine.dataset import spans
+from faux.audit.engine.worker import BatchScorer, Job, part_name
 from faux.audit.interrupts import check_signals
 from faux.audit.notices import current, warn
 from faux.errors import DataError, FauxError
@@ -53,21 +58,15 @@ def _data_context():
         log.setLevel(level)
 
 
-def _dataset(session, job: Job, job_ref, n_rows: int):
+def _dataset(session, job: Job, job_ref):
     import ray
 
-    files, size = session.files, job.batch_size
-    ds = ray.data.read_parquet(list(files.paths), include_paths=True, include_row_hash=True,
-                               partitioning=None, file_extensions=None)
-    ds = ds.select_columns([*columns_read(job.source, job.feats, job.c_cols, job.label),
-                            *SYNTHETIC])
-    ds = ds.map_batches(BatchAssembler, batch_size=None, batch_format="pyarrow",
-                        fn_constructor_args=(files.offsets, files.by_path, size, n_rows),
-                        compute=ray.data.ActorPoolStrategy(size=1), num_cpus=ASSEMBLER_CPUS)
+    todo = [{"start": a, "stop": b}
+            for a, b in spans(session.files, job.batch_size, session.workers)]
+    ds = ray.data.from_items(todo, override_num_blocks=len(todo))
+    pool = ray.data.ActorPoolStrategy(size=session.workers, max_tasks_in_flight_per_actor=1)
     return ds.map_batches(BatchScorer, fn_constructor_args=([job_ref],), batch_size=1,
-                          batch_format="pyarrow",
-                          compute=ray.data.ActorPoolStrategy(size=session.workers),
-                          num_cpus=session.cpus)
+                          batch_format="pyarrow", compute=pool, num_cpus=session.cpus)
 
 
 def merge(state, part, tally) -> None:
@@ -129,7 +128,7 @@ def score_on_ray(session, state, reading, *, n_rows: int, seed: int, out, bar):
     folder.mkdir()
     tally = Tally(state.methods, n_rows, seed, state.bh_null, False,
                   None if state.sampled is None else len(state.sampled.rows))
-    job = Job(state=state, source=reading.source, feats=list(reading.feats),
+    job = Job(state=state, files=session.files, source=reading.source, feats=list(reading.feats),
               c_cols=list(reading.c_cols), label=reading.label,
               batch_size=int(reading.batch_size), parts=str(folder), tally=tally)
     advance = bar.start("scoring", n_rows)
@@ -137,7 +136,7 @@ def score_on_ray(session, state, reading, *, n_rows: int, seed: int, out, bar):
     job_ref = ray.put(dumps(job))
     pending, n_merged, n_done = {}, 0, 0
     with _data_context():
-        rows = iter(_dataset(session, job, job_ref, n_rows).iter_rows())
+        rows = iter(_dataset(session, job, job_ref).iter_rows())
         try:
             for row in rows:
                 part = pickle.loads(row["part"])
@@ -159,7 +158,6 @@ def score_on_ray(session, state, reading, *, n_rows: int, seed: int, out, bar):
             del job_ref
     if pending or n_done != n_rows:
         raise RayPassError(f"the Ray pass scored {n_done:,} of the {n_rows:,} rows (the files "
-                           "changed while they were read, or the actor holding the batches "
-                           "being read was lost); nothing was written")
+                           "changed while they were read); nothing was written")
     _check_parts(folder, n_merged)
     return tally.finish(time.perf_counter() - t0, state.alpha)

@@ -6,9 +6,8 @@ runs (``ray.init`` called by the caller), which is left running. A Ray the audit
 is shut down when the audit ends, however it ends, and its actors with it.
 
 The actors: ``workers`` scoring ones (default: the cluster's CPUs), each asking Ray for at
-most one CPU and together for all but one, so that the tasks that read the files always
-find a CPU (actors holding every CPU would leave the reading waiting forever), and the
-assembling one (``faux.audit.engine.assemble``), asking for a hundredth of one."""
+most one CPU and together for at most the cluster's (they read their rows themselves; no
+other task of the pass needs a CPU)."""
 
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ import socket
 import threading
 from dataclasses import dataclass
 
-from faux.audit.engine.assemble import ASSEMBLER_CPUS
 from faux.audit.engine.dataset import Files
 from faux.errors import ConfigError
 
@@ -109,11 +107,9 @@ def check_answers(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
 
 
 def actor_cpus(total: float, workers: int) -> float:
-    """The CPUs each of ``workers`` scoring actors asks for: at most one, together all but
-    one of the ``total`` (half of one on a 1-CPU cluster) and the assembling actor's share,
-    so that the reading tasks get a CPU."""
-    spare = total - (1.0 if total >= 2 else 0.5) - ASSEMBLER_CPUS
-    return max(math.floor(min(1.0, spare / workers) * 1e4) / 1e4, 0.01)
+    """The CPUs each of ``workers`` scoring actors asks for: at most one, together at most
+    the ``total``."""
+    return max(math.floor(min(1.0, total / workers) * 1e4) / 1e4, 0.01)
 
 
 @contextlib.contextmanager

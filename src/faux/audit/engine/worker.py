@@ -1,9 +1,10 @@
 """A Ray worker's part of the pass: ``BatchScorer``, the callable class that
 ``Dataset.map_batches`` runs in each actor. The actor unpickles the driver's ``Job`` once
-(one copy of the model per actor, torch on one thread), then takes whole batches from the
-assembling stage (``faux.audit.engine.assemble``: the rows of batch ``k``, in order, with
-their ids, one batch per row of its output) and for each one: reads its rows as the driver's source reads a file's (the same
-float64 features, protected values, label; a Pipeline's encoders applied), scores them with
+(one copy of the model per actor, torch on one thread), then takes spans of whole batches
+(rows ``[start, stop)``, ``faux.audit.engine.dataset.spans``), reads them from the files
+(``read_rows``: exactly the local engine's batches) and for each batch: reads its rows as
+the driver's source reads a file's (the same float64 features, protected values, label; a
+Pipeline's encoders applied), scores them with
 ``faux.audit.passes.score_pass.score_batch`` on a copy of the state that has counted
 nothing yet, writes its rows of scores.parquet as one file (``part-<k>.parquet``, written
 under a hidden name and renamed whole, so that no file of that name is ever half written)
@@ -31,12 +32,13 @@ def part_name(index: int) -> str:
 
 @dataclass(frozen=True)
 class Job:
-    """What every worker needs: the pass's ``state`` (``BatchState``), the driver's
-    ``source`` (how a batch's rows are read), its columns, the rows per batch, the staged
-    scores.parquet folder (``parts``) and an empty ``tally`` (``Tally``: how a batch's share
-    of the pass's counts and plot sample is drawn)."""
+    """What every worker needs: the pass's ``state`` (``BatchState``), the data's ``files``
+    (``Files``), the driver's ``source`` (how a batch's rows are read), its columns, the
+    rows per batch, the staged scores.parquet folder (``parts``) and an empty ``tally``
+    (``Tally``: how a batch's share of the pass's counts and plot sample is drawn)."""
 
     state: Any
+    files: Any
     source: Any
     feats: list
     c_cols: list
@@ -138,24 +140,20 @@ class BatchScorer:
             job = ray.get(job[0])
         self.job: Job = loads(job)
 
-    def _batch(self, table):
-        """The table's rows (one batch, in order, with their ids) as ``score_batch`` reads
-        them."""
-        from faux.audit.engine.assemble import ROW_ID
-
+    def _batch(self, table, start: int):
+        """The table's rows (one batch, rows ``start`` on) as ``score_batch`` reads them."""
         job = self.job
-        start = int(table.column(ROW_ID)[0].as_py())
-        source = on_table(job.source, table.drop_columns([ROW_ID]))
+        source = on_table(job.source, table)
         (b,) = source.batches(job.feats, job.c_cols, job.label, max(table.num_rows, 1))
         return dataclasses.replace(b, start=start)
 
-    def _score(self, table) -> BatchPart:
+    def _score(self, table, start: int) -> BatchPart:
         """One whole batch scored, its file written, its counts returned."""
         from faux.audit.notices import FauxAuditWarning, collecting
         from faux.audit.passes.score_pass import score_batch
 
         job = self.job
-        raw = self._batch(table)
+        raw = self._batch(table, start)
         state = fresh_state(job.state)
         missing = job.state.missing  # shared: the passes' model calls read its batch mask
         before = 0 if missing is None else missing.rows
@@ -174,24 +172,29 @@ class BatchScorer:
             missing_rows=0 if missing is None else missing.rows - before,
             warnings=list(found))
 
-    def __call__(self, table):
-        """The batches of ``table`` (rows of the assembling stage: each a whole batch as
-        Arrow IPC bytes), one row each in the result: its ``BatchPart``, or a faux error
-        (one line, raised by this batch or the assembling), pickled, for the driver to
-        raise."""
-        import pyarrow as pa
-
-        from faux.audit.engine.assemble import ERROR, from_bytes
+    def _span(self, start: int, stop: int) -> list[bytes]:
+        """Rows ``[start, stop)`` read and scored, a batch at a time: each batch's
+        ``BatchPart`` pickled; a faux error (one line) pickled in place of the rest."""
+        from faux.audit.engine.dataset import read_rows
         from faux.errors import FauxError
 
-        out, rows = [], table.column("rows")
-        for j, k in enumerate(table.column("batch").to_pylist()):
-            if k == ERROR:
-                out.append(rows[j].as_py())
-                continue
-            try:  # the batch's bytes read in place
-                out.append(pickle.dumps(self._score(from_bytes(rows[j].as_buffer())),
-                                        protocol=5))
-            except FauxError as err:
-                out.append(pickle.dumps(err))
+        job, out = self.job, []
+        columns = columns_read(job.source, job.feats, job.c_cols, job.label)
+        try:
+            for table in read_rows(job.files, start, stop, job.batch_size, columns):
+                out.append(pickle.dumps(self._score(table, start), protocol=5))
+                start += table.num_rows
+        except FauxError as err:
+            out.append(pickle.dumps(err))
+        return out
+
+    def __call__(self, table):
+        """The spans of ``table`` (columns ``start`` and ``stop``), one row per batch in the
+        result (``part``: its ``BatchPart`` or a faux error, pickled, for the driver)."""
+        import pyarrow as pa
+
+        out = []
+        for a, b in zip(table.column("start").to_pylist(), table.column("stop").to_pylist(),
+                        strict=True):
+            out.extend(self._span(int(a), int(b)))
         return pa.table({"part": pa.array(out, type=pa.large_binary())})
