@@ -121,6 +121,33 @@ def test_residuals_are_carried_as_they_are_unless_the_groups_noise_differs(kind)
     assert np.abs(out - want).mean() < 0.1
 
 
+def test_rows_carried_a_block_at_a_time_are_the_rows_carried_at_once(monkeypatch):
+    """A chain with noise that differs by group (rank-mapped), a categorical descendant and
+    three target groups: carried ``ROWS_AT_ONCE`` rows at a time (several blocks and a short
+    last one) gives the same rows and moves, bit for bit, as all rows in one block."""
+    rng = np.random.default_rng(5)
+    n = 5000
+    g = rng.integers(0, 3, n)
+    u = rng.normal(size=n)
+    a = 0.8 * g + 0.5 * u + np.where(g == 1, 2.0, 1.0) * rng.normal(size=n)
+    lev = np.array([rng.choice(3, p=[0.6, 0.2, 0.2] if k == 0 else [0.2, 0.6, 0.2])
+                    for k in g])
+    b = 0.7 * a - 0.4 * lev + rng.normal(size=n)
+    X = np.column_stack([u, a, np.eye(3)[lev], b])
+    layout = Layout(6, (Block("job", (2, 3, 4), ("p", "q", "r")),), (0, 1, 5))
+    t = tp.fit_transport(X, g, 3, tp.features_of(6, layout, ["u", "a", "job=p", "job=q",
+                                                              "job=r", "b"]))
+    assert len(t.moved) == 3 and t.fits[[t.features[i].name for i in t.moved].index("a")
+                                        ].resid is not None
+    to = (g + 1 + rng.integers(0, 2, n)) % 3
+    monkeypatch.setattr(tp, "ROWS_AT_ONCE", 10 ** 9)
+    whole = t.transport(X, g, to)
+    monkeypatch.setattr(tp, "ROWS_AT_ONCE", 512)
+    blocks = t.transport(X, g, to)
+    assert np.array_equal(blocks.x, whole.x) and np.array_equal(blocks.moved, whole.moved)
+    assert whole.moved.any(axis=0).all()
+
+
 # --------------------------------------------------------------------------- in the audit
 
 

@@ -64,7 +64,7 @@ def _dataset(session, job: Job, job_ref):
     todo = [{"start": a, "stop": b}
             for a, b in spans(session.files, job.batch_size, session.workers)]
     ds = ray.data.from_items(todo, override_num_blocks=len(todo))
-    pool = ray.data.ActorPoolStrategy(size=session.workers, max_tasks_in_flight_per_actor=1)
+    pool = ray.data.ActorPoolStrategy(size=session.workers, max_tasks_in_flight_per_actor=2)
     return ds.map_batches(BatchScorer, fn_constructor_args=([job_ref],), batch_size=1,
                           batch_format="pyarrow", compute=pool, num_cpus=session.cpus)
 
