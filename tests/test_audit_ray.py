@@ -289,7 +289,7 @@ def test_a_file_shorter_than_listed_is_one_line(people, tmp_path):
                                                    (5, 5, 10, 4), (1_000_000, 1 << 20,
                                                                    65_536, 2)])
 def test_spans_are_whole_batches_that_cover_the_rows_once(n, group, batch, workers):
-    from faux.audit.engine.dataset import SPANS_PER_WORKER, Files, spans
+    from faux.audit.engine.dataset import IN_FLIGHT, SPANS_PER_WORKER, Files, spans
 
     groups = (group,) * (n // group) + ((n % group,) if n % group else ())
     got = spans(Files(("a",), (n,), (groups,)), batch, workers)
@@ -300,6 +300,8 @@ def test_spans_are_whole_batches_that_cover_the_rows_once(n, group, batch, worke
     # about a row group each, fewer rows where that leaves too few spans per worker
     assert len(got) >= min(n_batches, SPANS_PER_WORKER * workers)
     assert all(b - a <= max(batch, -(-group // batch) * batch) for a, b in got)
+    # the last ones a batch each: the workers end together
+    assert all(b - a <= batch for a, b in got[-IN_FLIGHT * workers:])
 
 
 def test_several_files_are_read_in_batches_across_their_ends(people):

@@ -29,6 +29,7 @@ from faux.harness.files import file_sha256, path_kind
 SUFFIXES = (".parquet", ".pq")
 GLOB_CHARS = "*?["
 SPANS_PER_WORKER = 8  # at least this many spans per worker, where the batches allow
+IN_FLIGHT = 2  # the spans a worker holds at a time: the one it scores and the next
 
 
 @dataclass(frozen=True)
@@ -193,15 +194,19 @@ def spans(files: Files, batch_size: int, workers: int) -> list[tuple[int, int]]:
     """The rows ``[start, stop)`` each worker's call reads and scores: whole batches, about
     a row group's rows each (a worker reads from the row group that holds its first row, so
     spans shorter than a row group read some rows twice), fewer where that would leave
-    fewer than ``SPANS_PER_WORKER`` spans per worker (the last span is what a worker may
-    still be scoring when the others have finished)."""
+    fewer than ``SPANS_PER_WORKER`` spans per worker; the last ``IN_FLIGHT`` spans per
+    worker cut into single batches, so that the workers finish within about a batch or two
+    of each other."""
     n = files.n_rows
     n_batches = math.ceil(n / batch_size)
     group = max((g for gs in files.groups for g in gs), default=batch_size)
     per = max(1, min(math.ceil(group / batch_size),
                      math.ceil(n_batches / (SPANS_PER_WORKER * workers))))
-    return [(k * batch_size, min((k + per) * batch_size, n))
-            for k in range(0, n_batches, per)]
+    out = [(k * batch_size, min((k + per) * batch_size, n))
+           for k in range(0, n_batches, per)]
+    cut = max(len(out) - IN_FLIGHT * workers, 0)
+    return out[:cut] + [(a, min(a + batch_size, b)) for a0, b in out[cut:]
+                        for a in range(a0, b, batch_size)]
 
 
 class ParquetFiles(FileSource):

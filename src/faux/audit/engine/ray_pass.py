@@ -9,8 +9,9 @@
 The workers read the files themselves, each only its span's row groups, rather than take
 rows from ``ray.data.read_parquet``: Ray's reader hands row groups on in no set order and
 in blocks that are not the batches, and putting the batches back together in order took
-a quarter of the CPU on 2 cores (docs/decisions.md). An actor takes one span at a time, so
-a faster one takes more of them.
+a quarter of the CPU on 2 cores (docs/decisions.md). An actor holds ``IN_FLIGHT`` spans at a
+time (it scores one while the next waits, so it never waits for Ray between spans), and a
+faster one takes more of them.
 
 The batches are the local engine's (``batch_size`` rows from the first), each scored whole,
 and their counts are added here in the order the local pass adds them, so the sums, the top
@@ -29,7 +30,7 @@ import time
 import warnings
 from pathlib import Path
 
-from faux.audit.engine.dataset import spans
+from faux.audit.engine.dataset import IN_FLIGHT, spans
 from faux.audit.engine.worker import BatchScorer, Job, part_name
 from faux.audit.interrupts import check_signals
 from faux.audit.notices import current, warn
@@ -64,7 +65,7 @@ def _dataset(session, job: Job, job_ref):
     todo = [{"start": a, "stop": b}
             for a, b in spans(session.files, job.batch_size, session.workers)]
     ds = ray.data.from_items(todo, override_num_blocks=len(todo))
-    pool = ray.data.ActorPoolStrategy(size=session.workers, max_tasks_in_flight_per_actor=2)
+    pool = ray.data.ActorPoolStrategy(size=session.workers, max_tasks_in_flight_per_actor=IN_FLIGHT)
     return ds.map_batches(BatchScorer, fn_constructor_args=([job_ref],), batch_size=1,
                           batch_format="pyarrow", compute=pool, num_cpus=session.cpus)
 

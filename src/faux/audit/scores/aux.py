@@ -18,7 +18,6 @@ import copy
 
 import numpy as np
 import torch
-from sklearn.metrics import roc_auc_score
 from torch import nn
 
 from faux.audit.sources.data_scan import MIN_ROWS
@@ -189,6 +188,8 @@ def _finish(net, z, plan, info, kind, width, depth, epochs) -> tuple[nn.Module, 
 
 
 def _classification_quality(logits: np.ndarray, t: np.ndarray, info: ProtectedInfo) -> dict:
+    from sklearn.metrics import roc_auc_score  # here: scoring alone need not load sklearn
+
     if info.kind == "binary":
         acc = float(((logits > 0) == (t > 0.5)).mean())
         auroc = float(roc_auc_score(t, logits)) if len(np.unique(t)) == 2 else float("nan")
