@@ -273,7 +273,7 @@ class AuditSettings:
     engine: str = setting(
         "local", 'Where the rows are scored: "local", in this process; "ray", by Ray actors '
         "(faux.audit.engine), the `data` then a Parquet file, a folder of them or a glob "
-        "(quoted on the command line), read by ray.data.read_parquet, on the cluster at "
+        "(quoted on the command line), each actor reading its own rows, on the cluster at "
         "RAY_ADDRESS, else on a local Ray with this machine's cores. The aux models are "
         "fitted in this process either way, and the outputs are the same, but for "
         "scores.parquet, then a folder of one file per batch.", "--engine", choices=ENGINES)
