@@ -75,6 +75,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from faux.harness.procs import cmdline, descendants
+
 
 class Target(torch.nn.Module):
     """A fixed random 2x64 MLP whose logit also reads feature 0 (a proxy of c)."""
@@ -316,24 +318,6 @@ def run_child(cmd: list[str]) -> tuple[float, float]:
 RAY_RATIO_BUDGET = 1.7  # rows/s of 2 workers over 1, on 2 cores
 
 
-def _descendants(root: int) -> list[int]:
-    """The processes under ``root`` (Linux /proc)."""
-    children: dict[int, list[int]] = {}
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                stat = Path(f"/proc/{p}/stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(p))
-    out, todo = [], [root]
-    while todo:
-        kids = children.get(todo.pop(), [])
-        out += kids
-        todo += kids
-    return out
-
-
 def _memory_mb(pid: int) -> dict | None:
     """A process's memory (MB): ``VmHWM``, its peak resident memory so far, which counts
     the pages of Ray's shared object store it has read, and ``RssAnon``, its own (private)
@@ -363,11 +347,8 @@ def run_child_watched(cmd: list[str], marker: bytes) -> tuple[float, float, dict
         if pid:
             break
         driver = max(driver, (_memory_mb(proc.pid) or {}).get("VmHWM", 0.0))
-        for kid in _descendants(proc.pid):
-            try:
-                if marker not in Path(f"/proc/{kid}/cmdline").read_bytes():
-                    continue
-            except OSError:
+        for kid in descendants(proc.pid):
+            if marker not in cmdline(kid):
                 continue
             mb = _memory_mb(kid)
             if mb is not None:

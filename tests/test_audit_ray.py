@@ -394,24 +394,9 @@ def _ray_actors() -> list[int]:
     """This process's Ray actors that score batches (descendants of this process)."""
     import os
 
-    children: dict[int, list[int]] = {}
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                stat = Path(f"/proc/{p}/stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(p))
-    out, todo = [], [os.getpid()]
-    while todo:
-        for kid in children.get(todo.pop(), []):
-            todo.append(kid)
-            try:
-                if b"MapBatches(BatchScorer)" in Path(f"/proc/{kid}/cmdline").read_bytes():
-                    out.append(kid)
-            except OSError:
-                pass
-    return out
+    from faux.harness.procs import cmdline, descendants
+
+    return [p for p in descendants(os.getpid()) if b"MapBatches(BatchScorer)" in cmdline(p)]
 
 
 @pytest.mark.slow
