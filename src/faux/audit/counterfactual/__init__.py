@@ -6,7 +6,8 @@ Its modules are private to it; code outside imports the names below from here or
 inside the audit, from the module that defines them. Names resolve on first use, so
 importing the face loads nothing heavy (torch, pyarrow).
 
-Modules: ``effect_pass``, ``effects``, ``swaps``, ``transport``, ``transport_pass``.
+Modules: ``counts``, ``effect_pass``, ``effects``, ``swaps``, ``top_rows``, ``transport``,
+``transport_pass``.
 """
 
 from faux.audit.face import lazy

@@ -5,17 +5,16 @@ summary (counts, the model-level test, the expected false flags, the top rows in
 
 from __future__ import annotations
 
-import copy
 import math
 
 import numpy as np
 import torch
 
 from faux.audit.counterfactual import effects as fx
-from faux.audit.counterfactual.top_rows import enters_top, keep_top, push_top
+from faux.audit.counterfactual.counts import N_ROWS, BatchCounts
+from faux.audit.counterfactual.top_rows import enters_top, push_top
 from faux.audit.verdict.rule import Settings
 
-N_ROWS = 50  # flagged rows described per attribute (the largest |effect| first)
 #: rows whose counterfactuals are computed at a time: a batch's are computed in chunks of
 #: this many, which bounds the paths' and the model call's working memory (each row's
 #: effect is its own, whatever rows share its chunk)
@@ -33,7 +32,7 @@ def c_index(info, c_raw) -> torch.Tensor:
     return torch.as_tensor(info.index(c_raw), dtype=torch.float32)
 
 
-class EffectPass:
+class EffectPass(BatchCounts):
     """One protected attribute's effects: prepared on the sample, then fed every batch.
     ``view``: the attribute's group view (its ``name``, ``info``, ``sample_c`` and aux
     models ``auxes``); ``null_nets``: its permuted-attribute aux models."""
@@ -68,42 +67,28 @@ class EffectPass:
         self.directions = len(fx.directions(zt[:1], ci[:1], self.kind, self.gaps[0]))
         self._zero()
 
+    SUMS = (*BatchCounts.SUMS, "n_unreach")
+
     def _zero(self) -> None:
         """The running counts, before the first batch."""
+        super()._zero()
         self.s_effect = np.full(self.n_sample, np.nan)
-        self.n = self.n_flag = self.n_change = self.n_off = self.n_unreach = 0
-        self.abs_sum = 0.0
         self.moved_n: dict[str, int] = {}  # per feature: the flagged rows whose counterfactual
         # moved it
-        self.top: list = []  # (|effect|, row_id, record) of the N_ROWS largest flagged
-
-    def fresh(self) -> EffectPass:
-        """This pass with nothing counted yet (one batch's counts, for ``merge_counts``)."""
-        part = copy.copy(self)
-        part._zero()
-        return part
 
     def counted(self) -> dict:
         hit = np.flatnonzero(~np.isnan(self.s_effect))
-        return {"n": self.n, "n_flag": self.n_flag, "n_change": self.n_change,
-                "n_off": self.n_off, "n_unreach": self.n_unreach, "abs_sum": self.abs_sum,
-                "moved_n": self.moved_n, "top": self.top,
+        return {**self.counted_sums(), "moved_n": self.moved_n,
                 "sample": (hit, self.s_effect[hit])}
 
     def merge_counts(self, c: dict) -> None:
         """Add the ``counts`` of the next batch (``fresh().counted()`` after it): the sums
         and the top rows those of counting the batch here."""
-        self.n += c["n"]
-        self.n_flag += c["n_flag"]
-        self.n_change += c["n_change"]
-        self.n_off += c["n_off"]
-        self.n_unreach += c["n_unreach"]
-        self.abs_sum += c["abs_sum"]
+        self.add_counts(c)
         for name, k in c["moved_n"].items():
             self.moved_n[name] = self.moved_n.get(name, 0) + k
         hit, values = c["sample"]
         self.s_effect[hit] = values
-        keep_top(self.top, c["top"], N_ROWS)
 
     def _effects(self, auxes, gaps, z, ci, x) -> dict:
         """``faux.audit.counterfactual.effects.effects`` of rows ``z`` (their protected levels

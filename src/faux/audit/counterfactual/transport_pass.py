@@ -24,18 +24,17 @@ effect is the one of largest size.
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from faux.audit.counterfactual import transport as tp
-from faux.audit.counterfactual.top_rows import enters_top, keep_top, push_top
+from faux.audit.counterfactual.counts import N_ROWS, BatchCounts
+from faux.audit.counterfactual.top_rows import enters_top, push_top
 from faux.audit.verdict.words import moved_word, tidy
 from faux.errors import ConfigError
 
-N_ROWS = 50  # flagged rows described per attribute (the largest |effect| first)
 COLUMNS = ("p_cf", "effect", "effect_lo", "effect_hi", "decision_changes", "off_support",
            "unreachable", "p_value")
 
@@ -147,7 +146,7 @@ def prepare(views, target, sc, feats, *, settings, layout=None,
     return out
 
 
-class TransportPass:
+class TransportPass(BatchCounts):
     """One protected attribute's effects by transport: fitted on the sample, then fed every
     batch (the interface of ``faux.audit.counterfactual.effect_pass.EffectPass``). ``view``:
     the attribute's group view (its ``name``, ``info`` and ``sample_c``); ``keep``: the
@@ -200,35 +199,21 @@ class TransportPass:
 
     def _zero(self) -> None:
         """The running counts, before the first batch."""
+        super()._zero()
         self.s_flag = np.zeros(self.n_sample, dtype=bool)
-        self.n = self.n_flag = self.n_change = self.n_off = 0
-        self.abs_sum = 0.0
         self.moved_n = np.zeros(len(self.transports[0].moved), dtype=np.int64)  # per moved
         # feature: the flagged rows whose counterfactual changed it
-        self.top: list = []
-
-    def fresh(self) -> TransportPass:
-        """This pass with nothing counted yet (one batch's counts, for ``merge_counts``)."""
-        part = copy.copy(self)
-        part._zero()
-        return part
 
     def counted(self) -> dict:
-        return {"n": self.n, "n_flag": self.n_flag, "n_change": self.n_change,
-                "n_off": self.n_off, "abs_sum": self.abs_sum, "moved_n": self.moved_n,
-                "top": self.top, "sample": np.flatnonzero(self.s_flag)}
+        return {**self.counted_sums(), "moved_n": self.moved_n,
+                "sample": np.flatnonzero(self.s_flag)}
 
     def merge_counts(self, c: dict) -> None:
         """Add the ``counts`` of the next batch (``fresh().counted()`` after it): the sums
         and the top rows those of counting the batch here."""
-        self.n += c["n"]
-        self.n_flag += c["n_flag"]
-        self.n_change += c["n_change"]
-        self.n_off += c["n_off"]
-        self.abs_sum += c["abs_sum"]
+        self.add_counts(c)
         self.moved_n += c["moved_n"]
         self.s_flag[c["sample"]] = True
-        keep_top(self.top, c["top"], N_ROWS)
 
     def _carry(self, t, x, g, g_to) -> tp.Transported:
         """``t``'s transport of rows ``x``, the attribute's own columns set to ``g_to``."""
