@@ -88,3 +88,31 @@ def test_the_pass_is_batches_scored_in_any_order_then_merged_in_order(tmp_path):
     pd.testing.assert_frame_equal(written, pd.concat([r.frame for r in results],
                                                      ignore_index=True))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.parquet"]
+
+
+def test_the_plot_sample_draws_one_value_per_row_from_the_first_however_batches_come():
+    """The plot sample keeps row i when the i-th draw of the stream seeded ``seed`` + 1 is
+    under its keep rate: counting the batches in order (``add``) and one batch alone from
+    its first row (``part_at``, as a Ray worker does) draw the same values for each row."""
+    from types import SimpleNamespace
+
+    from faux.audit.passes.score_pass import PLOT_STREAM, Tally
+
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=1000)
+
+    def result(a, b):
+        n = b - a
+        return SimpleNamespace(scores={"m": scores[a:b]}, flagged=np.zeros(n, dtype=bool),
+                               exceed=None, scored=None, groups=np.array(["f"] * n),
+                               above={"m": 0}, effect_plot={}, top=(), frame=None)
+
+    tally = Tally(["m"], 2_000_000, 7, None, False)  # keeps 1 row in 10 of 2 M
+    assert tally.keep_p < 0.2
+    for a, b in [(0, 300), (300, 800), (800, 1000)]:
+        tally.add(result(a, b))
+    keep = np.random.default_rng(7 + PLOT_STREAM).random(1000) < tally.keep_p
+    assert 50 < keep.sum() < 150
+    np.testing.assert_array_equal(np.concatenate(tally.plot["m"]), scores[keep])
+    alone = tally.part_at(result(300, 800), 300)
+    np.testing.assert_array_equal(alone.plot["m"], scores[300:800][keep[300:800]])

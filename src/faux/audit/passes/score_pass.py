@@ -286,6 +286,10 @@ class TallyPart:
     plot: dict
 
 
+#: the plot samples' streams of draws: the generators seeded ``seed`` + these
+PLOT_STREAM, EFFECT_PLOT_STREAM = 1, 2
+
+
 class Tally:
     """The merge of the batches' results, in their order: rows above each threshold, flagged
     rows per group (and their null exceedances for Benjamini-Hochberg), the top flagged rows,
@@ -302,37 +306,36 @@ class Tally:
         self.hist = np.zeros(self.n_null + 1, dtype=np.int64)
         self.group_hist: dict[str, np.ndarray] = {}
         self.above = dict.fromkeys(methods, 0)
-        self.rng = np.random.default_rng(seed + 1)
         self.keep_p = min(1.0, PLOT_SAMPLE / (n_rows if n_sample is None else max(n_sample, 1)))
         self.plot = {m: [] for m in methods}
         self.plot["group"] = []
         # the effects' plot sample: every row may be drawn (the scores' may be the sample's)
-        self.rng_fx = np.random.default_rng(seed + 2)
         self.keep_fx = min(1.0, PLOT_SAMPLE / max(n_rows, 1))
         self.mem = [] if keep else None
+        self.n_added = 0  # rows of the batches ``add`` has counted
         self.n_flag = 0
         self.per_group: dict[str, list[int]] = {}
         self.heap: list = []  # (score, row_id, x, group) of the N_TOP highest flagged
 
     def add(self, r: BatchResult) -> None:
-        """Batch result ``r`` counted in (the next batch: the plot sample's draws follow the
-        last batch's)."""
-        fx = self.rng_fx.random(len(r.effect_plot["effect.p"])) if r.effect_plot else None
-        self.add_part(self.part(r, self.rng.random(len(r.flagged)), fx))
+        """Batch result ``r``, the next batch, counted in."""
+        self.add_part(self.part_at(r, self.n_added))
+        self.n_added += len(r.flagged)
         if self.mem is not None:
             self.mem.append(r.frame.assign(group=r.groups))
 
     def part_at(self, r: BatchResult, start: int) -> TallyPart:
-        """``part`` of ``r``, the batch whose first row is row ``start`` of the pass (every
-        batch before it whole): its plot draws are the ones the pass's generators make
-        there (one per row, from the first)."""
-        def draws(seed_step: int, n: int) -> np.ndarray:
-            rng = np.random.default_rng(self.seed + seed_step)
+        """``part`` of ``r``, the batch whose first row is row ``start`` of the pass: its
+        plot draws are the ``start``-th on of each plot sample's stream (one draw per row,
+        from the first), whichever batches were counted before it and wherever."""
+        def draws(stream: int, n: int) -> np.ndarray:
+            rng = np.random.default_rng(self.seed + stream)
             rng.bit_generator.advance(start)  # one 64-bit step per double drawn
             return rng.random(n)
 
-        fx = draws(2, len(r.effect_plot["effect.p"])) if r.effect_plot else None
-        return self.part(r, draws(1, len(r.flagged)), fx)
+        fx = draws(EFFECT_PLOT_STREAM, len(r.effect_plot["effect.p"])) if r.effect_plot \
+            else None
+        return self.part(r, draws(PLOT_STREAM, len(r.flagged)), fx)
 
     def part(self, r: BatchResult, draws: np.ndarray, fx_draws) -> TallyPart:
         """What batch ``r`` adds to the tally, without its rows (``draws``, ``fx_draws``:
