@@ -399,14 +399,28 @@ def _ray_actors() -> list[int]:
     return [p for p in descendants(os.getpid()) if b"MapBatches(BatchScorer)" in cmdline(p)]
 
 
+def _scoring(tmp_path, proc) -> bool:
+    return bool(list(tmp_path.glob(".out.tmp-*/scores.parquet/part-*")))
+
+
+def _waiting(tmp_path, proc) -> bool:
+    """The actors started (they wait for the driver's fit) and no batch scored yet."""
+    from faux.harness.procs import cmdline, descendants
+
+    actors = [p for p in descendants(proc.pid) if b"MapBatches(BatchScorer)" in cmdline(p)]
+    return bool(actors) and not _scoring(tmp_path, proc)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("sig,status,line", [("SIGINT", 130, "interrupted"),
-                                             ("SIGTERM", 143, "terminated")])
+@pytest.mark.parametrize("sig,status,line,when,epochs", [
+    ("SIGINT", 130, "interrupted", _scoring, 3), ("SIGTERM", 143, "terminated", _scoring, 3),
+    ("SIGINT", 130, "interrupted", _waiting, 60)],
+    ids=["SIGINT-scoring", "SIGTERM-scoring", "SIGINT-fitting"])
 def test_a_signal_while_the_actors_score_stops_everything(bigger, tmp_path, sig, status,
-                                                         line):
+                                                         line, when, epochs):
     """``faux audit --engine ray`` starts its own Ray; a Ctrl-C (or SIGTERM) while the rows
-    are scored ends it with its status and one line, nothing written and no Ray process
-    left."""
+    are scored, or while the driver still fits and the actors wait for it, ends it with its
+    status and one line, nothing written and no Ray process left."""
     import signal
     import subprocess
     import threading
@@ -415,10 +429,11 @@ def test_a_signal_while_the_actors_score_stops_everything(bigger, tmp_path, sig,
     proc = subprocess.Popen(
         [sys.executable, "-m", "faux.audit.cli", "audit", "--model", str(bigger / "proxy.pt"),
          "--data", str(bigger / "people.parquet"), "--protected", "gender", "--aux-epochs",
-         "3", "--batch-size", "2000", "--engine", "ray", "--out", str(out)],
+         str(epochs), "--batch-size", "2000", "--engine", "ray", "--out", str(out)],
         stderr=subprocess.PIPE, text=True)
-    while proc.poll() is None and not list(tmp_path.glob(".out.tmp-*/scores.parquet/part-*")):
+    while proc.poll() is None and not when(tmp_path, proc):
         threading.Event().wait(0.1)
+    assert when(tmp_path, proc), "the audit got past the moment to stop it"
     proc.send_signal(getattr(signal, sig))
     rest = proc.stderr.read()
     assert proc.wait(timeout=120) == status
@@ -452,3 +467,47 @@ def test_a_ray_failure_is_one_line():
                                               "The actor died unexpectedly before finishing"))
     assert isinstance(err, RayPassError) and "\n" not in str(err)
     assert "RayError: The actor died unexpectedly before finishing" in str(err)
+
+
+def _actors_of_the_pass() -> list[int]:
+    """This process's Ray actors of a pass: the scoring ones and the mailbox."""
+    import os
+
+    from faux.harness.procs import cmdline, descendants
+
+    return [p for p in descendants(os.getpid())
+            if b"MapBatches(BatchScorer)" in cmdline(p) or b"ray::Mailbox" in cmdline(p)]
+
+
+def test_an_audit_that_fails_before_its_pass_leaves_no_worker_running(local_ray, people,
+                                                                      tmp_path):
+    """The workers start with the session, before the rows are scanned; a model the scan
+    refuses (it answers NaN) ends the audit with that one line, nothing written, and the
+    waiting workers and their mailbox gone (the Ray, the caller's, left running)."""
+    import time
+
+    import torch
+
+    import faux
+    from faux.errors import FauxError
+
+    class Undefined(torch.nn.Module):
+        def forward(self, x):
+            return x[:, 0] * float("nan")
+
+    model = tmp_path / "nan.pt"
+    torch.jit.save(torch.jit.script(Undefined()), model)
+    tmp, _ = people
+    t0 = time.perf_counter()
+    with pytest.raises(FauxError):
+        faux.audit(str(model), data=str(tmp / "parts"), out_dir=tmp_path / "out",
+                   protected="gender", features=["x1", "x2", "x3", "proxy"], engine="ray",
+                   workers=2, progress=False)
+    assert time.perf_counter() - t0 < 60
+    assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == [model]
+    for _ in range(100):  # Ray ends a finished pipeline's actors soon after, not at once
+        if not _actors_of_the_pass():
+            break
+        time.sleep(0.1)
+    assert _actors_of_the_pass() == []
+    assert ray.is_initialized()

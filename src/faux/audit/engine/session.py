@@ -12,6 +12,7 @@ other task of the pass needs a CPU)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import numbers
@@ -20,6 +21,7 @@ import signal
 import socket
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from faux.audit.engine.dataset import Files
 from faux.errors import ConfigError
@@ -42,6 +44,7 @@ class RaySession:
     cpus: float
     where: str
     started: bool
+    ray_pass: Any = None
 
     def score_all(self, state, reading, *, n_rows: int, seed: int, keep: bool, out, bar):
         """The pass over every row on Ray (``faux.audit.engine.ray_pass``); the arguments
@@ -55,7 +58,10 @@ class RaySession:
         return {"name": "ray", "workers": self.workers, "ray": self.where}
 
     def stop(self) -> None:
-        """Shut down the Ray the audit started (its actors and processes with it)."""
+        """The pass's pipeline stopped, and the Ray the audit started shut down (its actors
+        and processes with it)."""
+        if self.ray_pass is not None:
+            self.ray_pass.close()
         if self.started:
             import ray
 
@@ -146,7 +152,9 @@ def _init(address: str | None) -> None:
 
 
 def start(st, files: Files) -> RaySession:
-    """The Ray of this audit (settings ``st``: its ``workers``), started or joined."""
+    """The Ray of this audit (settings ``st``: its ``workers`` and ``batch_size``), started
+    or joined, and the pass's pipeline started on it (``faux.audit.engine.ray_pass.RayPass``:
+    its actors start while the driver fits)."""
     try:
         import ray
     except ImportError as err:
@@ -165,8 +173,11 @@ def start(st, files: Files) -> RaySession:
         workers = int(st.workers) if st.workers is not None else max(int(total), 1)
         where = ("already running" if not started else
                  f"RAY_ADDRESS={address}" if address else "local")
-        return RaySession(files=files, workers=workers, cpus=actor_cpus(total, workers),
-                          where=where, started=started)
+        session = RaySession(files=files, workers=workers, cpus=actor_cpus(total, workers),
+                             where=where, started=started)
+        from faux.audit.engine.ray_pass import RayPass
+
+        return dataclasses.replace(session, ray_pass=RayPass(session, int(st.batch_size)))
     except BaseException:
         if started:
             with _handlers_kept():

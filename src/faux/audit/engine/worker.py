@@ -125,20 +125,33 @@ def write_part(frame, folder: Path, index: int) -> None:
 
 class BatchScorer:
     """The callable class of ``map_batches``: one per actor, built from the pickled ``Job``
-    (``job``: bytes, or a list holding the object-store reference to them, which the actor
-    fetches itself)."""
+    (``job``: bytes, or the driver's ``Mailbox`` actor, asked on the first call: the actors
+    start, and import what scoring needs, while the driver still fits the state they score
+    with; a mailbox that answers None means the pass was called off, and the actor scores
+    nothing)."""
 
     def __init__(self, job):
         import torch
 
-        from faux.audit.engine.ship import loads
+        import faux.audit.passes.score_pass  # noqa: F401  (loaded while the driver fits)
 
         torch.set_num_threads(1)  # many small operations: one thread each, one per CPU
-        if not isinstance(job, bytes):
-            import ray
+        self._job_at, self._job = job, None
 
-            job = ray.get(job[0])
-        self.job: Job = loads(job)
+    @property
+    def job(self) -> Job | None:
+        """The driver's ``Job`` (None: called off), waited for on the first call."""
+        if self._job is None and self._job_at is not None:
+            from faux.audit.engine.ship import loads
+
+            blob = self._job_at
+            if not isinstance(blob, bytes):  # the mailbox: [a reference to the bytes] or None
+                import ray
+
+                posted = ray.get(blob.job.remote())
+                blob = None if posted is None else ray.get(posted[0])
+            self._job_at, self._job = None, None if blob is None else loads(blob)
+        return self._job
 
     def _batch(self, table, start: int):
         """The table's rows (one batch, rows ``start`` on) as ``score_batch`` reads them."""
@@ -194,6 +207,8 @@ class BatchScorer:
         import pyarrow as pa
 
         out = []
+        if self.job is None:  # called off before the driver had a job for the workers
+            return pa.table({"part": pa.array(out, type=pa.large_binary())})
         for a, b in zip(table.column("start").to_pylist(), table.column("stop").to_pylist(),
                         strict=True):
             out.extend(self._span(int(a), int(b)))
