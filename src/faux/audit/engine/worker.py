@@ -124,33 +124,31 @@ def write_part(frame, folder: Path, index: int) -> None:
 
 
 class BatchScorer:
-    """The callable class of ``map_batches``: one per actor, built from the pickled ``Job``
-    (``job``: bytes, or the driver's ``Mailbox`` actor, asked on the first call: the actors
-    start, and import what scoring needs, while the driver still fits the state they score
-    with; a mailbox that answers None means the pass was called off, and the actor scores
-    nothing)."""
+    """The callable class of ``map_batches``: one per actor, built with the driver's
+    ``Mailbox`` actor (``faux.audit.engine.ray_pass``), which it asks for the pickled ``Job``
+    on its first call: the actors start, and import what scoring needs, while the driver
+    still fits the state they score with. A mailbox that answers None means the pass was
+    called off, and the actor scores nothing."""
 
-    def __init__(self, job):
+    def __init__(self, mailbox):
         import torch
 
         import faux.audit.passes.score_pass  # noqa: F401  (loaded while the driver fits)
 
         torch.set_num_threads(1)  # many small operations: one thread each, one per CPU
-        self._job_at, self._job = job, None
+        self._mailbox, self._job = mailbox, None
 
     @property
     def job(self) -> Job | None:
         """The driver's ``Job`` (None: called off), waited for on the first call."""
-        if self._job is None and self._job_at is not None:
+        if self._mailbox is not None:
+            import ray
+
             from faux.audit.engine.ship import loads
 
-            blob = self._job_at
-            if not isinstance(blob, bytes):  # the mailbox: [a reference to the bytes] or None
-                import ray
-
-                posted = ray.get(blob.job.remote())
-                blob = None if posted is None else ray.get(posted[0])
-            self._job_at, self._job = None, None if blob is None else loads(blob)
+            posted = ray.get(self._mailbox.job.remote())  # [a reference to the bytes] or None
+            self._mailbox = None
+            self._job = None if posted is None else loads(ray.get(posted[0]))
         return self._job
 
     def _batch(self, table, start: int):
