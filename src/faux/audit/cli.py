@@ -287,7 +287,7 @@ def _main(argv, settled) -> int:
     except SystemExit as stop:  # a usage error (one line printed) or --help
         return stop.code if isinstance(stop.code, int) else EXIT_INPUT
     from faux.audit.core import Terminated, audit
-    from faux.audit.malloc import keep_freed_memory
+    from faux.harness.malloc import keep_freed_memory
 
     keep_freed_memory()  # this process streams the batches: each reuses the last one's memory
     try:

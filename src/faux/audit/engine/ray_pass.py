@@ -67,7 +67,7 @@ def _data_context():
 def _dataset(session, batch_size: int, mailbox):
     import ray
 
-    from faux.audit import malloc
+    from faux.harness import malloc
 
     todo = [{"start": a, "stop": b}
             for a, b in spans(session.files, batch_size, session.workers)]

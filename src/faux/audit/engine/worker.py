@@ -131,10 +131,11 @@ class BatchScorer:
     called off, and the actor scores nothing."""
 
     def __init__(self, mailbox):
+        import importlib
+
         import torch
 
-        import faux.audit.passes.score_pass  # noqa: F401  (loaded while the driver fits)
-
+        importlib.import_module("faux.audit.passes.score_pass")  # loaded while the driver fits
         torch.set_num_threads(1)  # many small operations: one thread each, one per CPU
         self._mailbox, self._job = mailbox, None
 

@@ -1,4 +1,4 @@
-"""The allocator settings of the audit's processes (faux.audit.malloc): with them a batch's
+"""The allocator settings of the audit's processes (faux.harness.malloc): with them a batch's
 large arrays reuse the memory the last batch freed instead of coming as fresh pages from the
 kernel, on the main thread (the ``faux`` command) and on a thread of a process started with
 ``ENV`` (a Ray worker); without them, each array is fresh pages again."""
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from faux.audit import malloc
+from faux.harness import malloc
 
 pytestmark = pytest.mark.skipif(
     not (sys.platform.startswith("linux") and os.confstr("CS_GNU_LIBC_VERSION")),
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(
 #: 12 times; the minor page faults of the last 10 counted (bytearray: no huge pages asked for)
 PROGRAM = """
 import json, resource, sys, threading
-from faux.audit.malloc import keep_freed_memory
+from faux.harness.malloc import keep_freed_memory
 
 def batches():
     for i in range(12):
