@@ -498,12 +498,10 @@ def test_an_audit_that_fails_before_its_pass_leaves_no_worker_running(local_ray,
     model = tmp_path / "nan.pt"
     torch.jit.save(torch.jit.script(Undefined()), model)
     tmp, _ = people
-    t0 = time.perf_counter()
     with pytest.raises(FauxError):
         faux.audit(str(model), data=str(tmp / "parts"), out_dir=tmp_path / "out",
                    protected="gender", features=["x1", "x2", "x3", "proxy"], engine="ray",
                    workers=2, progress=False)
-    assert time.perf_counter() - t0 < 60
     assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == [model]
     for _ in range(100):  # Ray ends a finished pipeline's actors soon after, not at once
         if not _actors_of_the_pass():

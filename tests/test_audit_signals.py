@@ -306,3 +306,35 @@ def test_repeated_sigterms_exit_143_once_and_leave_nothing(tmp_path):
     assert "Traceback" not in err
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir() if ".tmp" in p.name] == []
+
+
+def test_a_signal_an_earlier_audit_received_does_not_stop_the_next(tmp_path):
+    """The record of received signals is the process's: an audit ended by SIGTERM, then one
+    run by a caller with handlers of its own for both signals (so the audit installs none)
+    that raises SIGTERM itself, completes."""
+    df = _frame(200)
+
+    class Ends(Proxy):
+        def forward(self, x):
+            signal.raise_signal(signal.SIGTERM)
+            return super().forward(x)
+
+    with pytest.raises(Terminated):
+        faux.audit(Ends(), df.drop(columns="gender"), df.gender.values, aux_epochs=2,
+                   progress=False, out_dir=tmp_path / "first", threshold=0.1)
+    seen = []
+    prev = {sig: signal.signal(sig, lambda signum, frame: seen.append(signum))
+            for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        class Signals(Proxy):
+            def forward(self, x):
+                if not seen:
+                    signal.raise_signal(signal.SIGTERM)
+                return super().forward(x)
+
+        res = faux.audit(Signals(), df.drop(columns="gender"), df.gender.values, aux_epochs=2,
+                         progress=False, out_dir=tmp_path / "out", threshold=0.1)
+        assert seen == [signal.SIGTERM] and res.out_dir == tmp_path / "out"
+    finally:
+        for sig, handler in prev.items():
+            signal.signal(sig, handler)

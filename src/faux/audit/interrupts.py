@@ -82,11 +82,12 @@ def interruptible():
         if first:  # a repeated signal must not break the cleanup the first one started
             _raise_for(signum)
 
+    on_signal.faux_audit_handler = True
     ours = [sig for sig, default in ((signal.SIGINT, signal.default_int_handler),
                                      (signal.SIGTERM, signal.SIG_DFL))
             if prev[sig] == default or getattr(prev[sig], "faux_replaceable", False)]
-    if ours:
-        _RECEIVED.clear()
+    if not any(getattr(h, "faux_audit_handler", False) for h in prev.values()):
+        _RECEIVED.clear()  # not inside another audit: what earlier audits received is theirs
     for sig in ours:
         signal.signal(sig, on_signal)
     try:
