@@ -431,9 +431,11 @@ def test_a_signal_while_the_actors_score_stops_everything(bigger, tmp_path, sig,
          "--data", str(bigger / "people.parquet"), "--protected", "gender", "--aux-epochs",
          str(epochs), "--batch-size", "2000", "--engine", "ray", "--out", str(out)],
         stderr=subprocess.PIPE, text=True)
-    while proc.poll() is None and not when(tmp_path, proc):
-        threading.Event().wait(0.1)
-    assert when(tmp_path, proc), "the audit got past the moment to stop it"
+    reached = False
+    while proc.poll() is None and not reached:
+        reached = when(tmp_path, proc)
+        threading.Event().wait(0 if reached else 0.1)
+    assert reached, "the audit ended before the moment to stop it"
     proc.send_signal(getattr(signal, sig))
     rest = proc.stderr.read()
     assert proc.wait(timeout=120) == status
