@@ -511,3 +511,25 @@ def test_an_audit_that_fails_before_its_pass_leaves_no_worker_running(local_ray,
         time.sleep(0.1)
     assert _actors_of_the_pass() == []
     assert ray.is_initialized()
+
+
+def test_the_command_prints_the_audits_lines_not_ray_datas(people, tmp_path, model_file):
+    """``faux audit --engine ray`` on its own Ray: the audit's summary on stdout and no line
+    of Ray Data's own (its execution plan, its progress, its start and end) on stderr."""
+    import subprocess
+
+    tmp, _ = people
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "faux.audit.cli", "audit", "--model", str(model_file),
+         "--data", str(tmp / "parts"), "--protected", "gender", "--features", "x1", "x2",
+         "x3", "proxy", "--aux-epochs", "2", "--batch-size", "700", "--engine", "ray",
+         "--workers", "2", "--no-progress", "--out", str(out)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("audited 3,000 rows")
+    ray_data = [line for line in proc.stderr.splitlines()
+                if "streaming_executor" in line or "Progress bars" in line
+                or "ray.data" in line or "Dataset dataset_" in line]
+    assert ray_data == []
+    assert (out / "scores.parquet").is_dir()

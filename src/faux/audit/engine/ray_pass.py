@@ -110,6 +110,7 @@ class RayPass:
 
     def __init__(self, session, batch_size: int):
         import ray
+        import ray.data  # configures its loggers when first imported: before their level is set
 
         self.batch_size = batch_size
         self._box = ray.remote(num_cpus=0)(Mailbox).remote()
