@@ -158,28 +158,44 @@ def test_python_api_raises_terminated_a_system_exit_143(tmp_path, monkeypatch):
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
 
-def test_a_handler_of_the_caller_is_left_alone(tmp_path):
+@pytest.mark.parametrize("earlier,handled", [
+    (False, (signal.SIGTERM,)), (True, (signal.SIGINT, signal.SIGTERM))],
+    ids=["sigterm", "both-after-an-audit-ended-by-sigterm"])
+def test_a_handler_of_the_caller_is_left_alone(tmp_path, earlier, handled):
+    """The caller's handler gets the SIGTERM its model raises, and the audit completes; also
+    after an audit ended by SIGTERM (the record of received signals is the process's) with
+    handlers for both signals, so that the audit installs none."""
+    df = _frame(200)
+    X, c = df.drop(columns="gender"), df.gender.values
+    if earlier:
+        class Ends(Proxy):
+            def forward(self, x):
+                signal.raise_signal(signal.SIGTERM)
+                return super().forward(x)
+
+        with pytest.raises(Terminated):
+            faux.audit(Ends(), X, c, aux_epochs=2, progress=False, out_dir=tmp_path / "first",
+                       threshold=0.1)
     seen = []
 
     def mine(signum, frame):
         seen.append(signum)
 
-    prev = signal.signal(signal.SIGTERM, mine)
+    prev = {sig: signal.signal(sig, mine) for sig in handled}
     try:
-        df = _frame(200)
-
         class Model(Proxy):
             def forward(self, x):
                 if not seen:
                     signal.raise_signal(signal.SIGTERM)
                 return super().forward(x)
 
-        res = faux.audit(Model(), df.drop(columns="gender"), df.gender.values, aux_epochs=2,
-                         progress=False, out_dir=tmp_path / "out", threshold=0.1)
+        res = faux.audit(Model(), X, c, aux_epochs=2, progress=False,
+                         out_dir=tmp_path / "out", threshold=0.1)
         assert seen == [signal.SIGTERM] and res.out_dir == tmp_path / "out"
-        assert signal.getsignal(signal.SIGTERM) is mine
+        assert all(signal.getsignal(sig) is mine for sig in handled)
     finally:
-        signal.signal(signal.SIGTERM, prev)
+        for sig, handler in prev.items():
+            signal.signal(sig, handler)
 
 
 def test_sigterm_while_moving_into_place_waits_and_the_outputs_complete(files, capsys,
@@ -306,35 +322,3 @@ def test_repeated_sigterms_exit_143_once_and_leave_nothing(tmp_path):
     assert "Traceback" not in err
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir() if ".tmp" in p.name] == []
-
-
-def test_a_signal_an_earlier_audit_received_does_not_stop_the_next(tmp_path):
-    """The record of received signals is the process's: an audit ended by SIGTERM, then one
-    run by a caller with handlers of its own for both signals (so the audit installs none)
-    that raises SIGTERM itself, completes."""
-    df = _frame(200)
-
-    class Ends(Proxy):
-        def forward(self, x):
-            signal.raise_signal(signal.SIGTERM)
-            return super().forward(x)
-
-    with pytest.raises(Terminated):
-        faux.audit(Ends(), df.drop(columns="gender"), df.gender.values, aux_epochs=2,
-                   progress=False, out_dir=tmp_path / "first", threshold=0.1)
-    seen = []
-    prev = {sig: signal.signal(sig, lambda signum, frame: seen.append(signum))
-            for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        class Signals(Proxy):
-            def forward(self, x):
-                if not seen:
-                    signal.raise_signal(signal.SIGTERM)
-                return super().forward(x)
-
-        res = faux.audit(Signals(), df.drop(columns="gender"), df.gender.values, aux_epochs=2,
-                         progress=False, out_dir=tmp_path / "out", threshold=0.1)
-        assert seen == [signal.SIGTERM] and res.out_dir == tmp_path / "out"
-    finally:
-        for sig, handler in prev.items():
-            signal.signal(sig, handler)

@@ -264,8 +264,6 @@ def score_on_ray(session, state, reading, *, n_rows: int, seed: int, out, bar):
             check_signals()
     except ray.exceptions.RayError as err:
         raise ray_failure(err) from err
-    finally:
-        run.close()
     if pending or n_done != n_rows:
         raise RayPassError(f"the Ray pass scored {n_done:,} of the {n_rows:,} rows (the files "
                            "changed while they were read); nothing was written")
