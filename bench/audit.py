@@ -35,6 +35,8 @@ the default effect verdict, calibrated thresholds), which prints
         before the effect verdict became the default
     audit_scoring_rows_per_s: rows / time of the scoring pass alone
     audit_peak_rss_mb: peak resident memory of the audit process; budget 2,048 MB
+    audit_system_cpu_s: its CPU seconds in the kernel; audit_minor_faults_per_batch: its
+        minor page faults (fresh pages from the kernel) per 65,536-row batch
     audit_null_models_s (with --null-time): the extra wall time of the calibration, the same
         audit run again with a manual --threshold (no null models) subtracted
 
@@ -50,9 +52,13 @@ worker count, each starting its own local Ray (the machine's cores), and prints 
         peak, read twice a second, the largest of them; budget 2,048 MB. Beside it each
         actor's VmHWM, which also counts the pages of Ray's shared object store it read
     audit_ray_driver_peak_rss_mb: the driver's
+    audit_ray_worker_cpu_s_per_batch: the actors' CPU seconds (start included) per batch,
+        and the share of it in the kernel; audit_ray_worker_minor_faults_per_batch
 
 then audit_ray_scoring_ratio_<b>_over_<a> (and _wall_), the first two counts' rows/s ratio,
-against a budget of 1.7 for 2 workers over 1; and the load average before each run.
+against a budget of 1.7 for 2 workers over 1, and audit_ray_worker_cpu_per_batch_ratio_<b>_
+over_<a> (the CPU a batch costs beside other actors over alone); and the load average before
+each run.
 
 Usage: .venv/bin/python bench/audit.py [--rows 1000000] [--features 50] [--dir /tmp/...]
        [--exact-rows 100000] [--exact-verdict score] [--null-time] [--default-rows 12000]
@@ -303,8 +309,8 @@ def adult_audit(rows: int) -> None:
     print(f"audit_adult_wall_over_budget: {wall / ADULT_BUDGET_S:.2f}")
 
 
-def run_child(cmd: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one child process."""
+def run_child(cmd: list[str]) -> tuple[float, float, os.struct_rusage]:
+    """Wall seconds, peak RSS (MB) and resource usage of one child process."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -312,7 +318,25 @@ def run_child(cmd: list[str]) -> tuple[float, float]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise subprocess.CalledProcessError(proc.returncode, cmd)
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, usage
+
+
+BATCH_ROWS = 65_536  # the audit's default --batch-size, which the --rows audits keep
+
+
+def _batches(rows: int) -> int:
+    return -(-rows // BATCH_ROWS)
+
+
+def _cpu(pid: int) -> tuple[float, float, int] | None:
+    """A process's user and system CPU seconds and minor page faults so far (None once it
+    is gone)."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(f[11]) / tick, int(f[12]) / tick, int(f[7])
 
 
 RAY_RATIO_BUDGET = 1.7  # rows/s of 2 workers over 1, on 2 cores
@@ -334,13 +358,14 @@ def _memory_mb(pid: int) -> dict | None:
     return out or None
 
 
-def run_child_watched(cmd: list[str], marker: bytes) -> tuple[float, float, dict]:
+def run_child_watched(cmd: list[str], marker: bytes) -> tuple[float, float, dict, dict]:
     """Wall seconds and peak RSS (MB) of one child process, and for each of its descendants
-    whose command line holds ``marker`` (Ray's actors) the peaks of its ``_memory_mb``, read
-    twice a second."""
+    whose command line holds ``marker`` (Ray's actors) the peaks of its ``_memory_mb`` and
+    its ``_cpu``, read twice a second (the last reading)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd)
     peaks: dict[int, dict] = {}
+    cpu: dict[int, tuple] = {}
     driver = 0.0
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -350,6 +375,9 @@ def run_child_watched(cmd: list[str], marker: bytes) -> tuple[float, float, dict
         for kid in descendants(proc.pid):
             if marker not in cmdline(kid):
                 continue
+            used = _cpu(kid)
+            if used is not None:
+                cpu[kid] = used
             mb = _memory_mb(kid)
             if mb is not None:
                 seen = peaks.setdefault(kid, {})
@@ -359,16 +387,16 @@ def run_child_watched(cmd: list[str], marker: bytes) -> tuple[float, float, dict
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         raise subprocess.CalledProcessError(os.waitstatus_to_exitcode(status), cmd)
-    return wall, driver, peaks
+    return wall, driver, peaks, cpu
 
 
 def ray_scaling(cmd: list[str], out: Path, rows: int, workers: list[int]) -> None:
     """The ``--rows`` audit on Ray once per worker count; rows/s, the ratio of the first two
     counts and each run's peak memory per actor."""
-    speed = {}
+    speed, per_batch = {}, {}
     for w in workers:
         load = os.getloadavg()
-        wall, driver_mb, peaks = run_child_watched(
+        wall, driver_mb, peaks, cpu = run_child_watched(
             [*cmd, "--engine", "ray", "--workers", str(w)], b"MapBatches(BatchScorer)")
         s = json.loads((out / "summary.json").read_text())
         speed[w] = (s["scoring"]["rows_per_s"], rows / wall)
@@ -387,11 +415,20 @@ def ray_scaling(cmd: list[str], out: Path, rows: int, workers: list[int]) -> Non
               f"{', '.join(f'{v:.0f}' for v in sorted(hwm))}")
         print(f"audit_ray_worker_peak_rss_over_budget: {worst / RSS_BUDGET_MB:.2f}")
         print(f"audit_ray_driver_peak_rss_mb: {driver_mb:.0f}")
+        user, system = sum(c[0] for c in cpu.values()), sum(c[1] for c in cpu.values())
+        per_batch[w] = (user + system) / _batches(rows)
+        print(f"audit_ray_worker_cpu_s_per_batch: {per_batch[w]:.3f} (the actors' CPU "
+              f"seconds, start included, over the {_batches(rows)} batches; system "
+              f"{system / max(user + system, 1e-9):.0%})")
+        print(f"audit_ray_worker_minor_faults_per_batch: "
+              f"{sum(c[2] for c in cpu.values()) / _batches(rows):.0f}")
     if len(workers) >= 2:
         a, b = sorted(workers[:2])
         ratio = speed[b][0] / max(speed[a][0], 1e-9)
         print(f"audit_ray_scoring_ratio_{b}_over_{a}: {ratio:.2f}")
         print(f"audit_ray_wall_ratio_{b}_over_{a}: {speed[b][1] / max(speed[a][1], 1e-9):.2f}")
+        print(f"audit_ray_worker_cpu_per_batch_ratio_{b}_over_{a}: "
+              f"{per_batch[b] / max(per_batch[a], 1e-9):.2f}")
         if (a, b) == (1, 2):
             print(f"audit_ray_scoring_ratio_over_budget: {RAY_RATIO_BUDGET / max(ratio, 1e-9):.2f}")
 
@@ -459,7 +496,7 @@ def main() -> None:
             cmd = [sys.executable, "-m", "faux.audit.cli", "audit", "--model", str(model),
                    "--data", str(data), "--protected", "c", "--out", str(out), "--methods",
                    "faux_ng", "--aux-epochs", "5", "--no-progress", "--counterfactual", cf]
-            wall, peak_mb = run_child(cmd)
+            wall, peak_mb, usage = run_child(cmd)
             walls[cf] = wall
             s = json.loads((out / "summary.json").read_text())
             print(f"audit_counterfactual: {cf}")
@@ -473,11 +510,14 @@ def main() -> None:
             print(f"audit_s_per_million_rows_over_old: {per_million / OLD_S_PER_MILLION:.2f}")
             print(f"audit_peak_rss_mb: {peak_mb:.0f}")
             print(f"audit_peak_rss_over_budget: {peak_mb / RSS_BUDGET_MB:.2f}")
+            print(f"audit_system_cpu_s: {usage.ru_stime:.1f} (of {usage.ru_utime + usage.ru_stime:.1f} "
+                  "CPU seconds)")
+            print(f"audit_minor_faults_per_batch: {usage.ru_minflt / _batches(args.rows):.0f}")
         if "transport" in walls and "aux" in walls:
             print(f"audit_transport_over_aux_wall: {walls['transport'] / walls['aux']:.2f}")
         if args.null_time:
             manual = [*cmd, "--threshold", "0.5"]
-            wall_m, peak_m = run_child(manual)
+            wall_m, peak_m, _ = run_child(manual)
             print(f"audit_manual_threshold_wall_s: {wall_m:.1f}")
             print(f"audit_manual_threshold_peak_rss_mb: {peak_m:.0f}")
             print(f"audit_null_models_s: {wall - wall_m:.1f}")
